@@ -1,0 +1,179 @@
+"""mcpx configuration: the `mcpServers` object other MCP hosts use, plus mcpx's own blocks.
+
+Every field is documented where it is declared; `mcpx config-reference` prints the README's
+config reference from these models, so the two cannot drift.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+TaskSupport = Literal["forbidden", "optional", "required"]
+
+
+class ConfigError(Exception):
+    """A config file that cannot be used; the message names the file, the key and what was expected."""
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ToolOverride(_Strict):
+    taskSupport: TaskSupport | None = Field(None, description="Override the tool's `execution.taskSupport` for 2025-11-25 hosts.")
+    callTimeout: float | None = Field(None, gt=0, description="Seconds before a call to this tool is abandoned.")
+
+
+class McpxServerOptions(_Strict):
+    namespace: str | None = Field(None, description="Prefix for this server's tools (`<namespace>__<tool>`); default: the server's key.")
+    passthrough: bool = Field(False, description="Expose this server's tools, prompts and resources under their own names.")
+    callTimeout: float | None = Field(None, gt=0, description="Seconds before a call is abandoned (default: none).")
+    tools: dict[str, ToolOverride] = Field(default_factory=dict, description="Per-tool overrides, keyed by the upstream's tool name.")
+
+    @field_validator("namespace")
+    @classmethod
+    def _namespace_shape(cls, v: str | None) -> str | None:
+        if v is not None and not re.fullmatch(r"[A-Za-z0-9_.-]{1,64}", v):
+            raise ValueError("namespace must be 1-64 characters of letters, digits, '_', '.', '-'")
+        return v
+
+
+class ServerConfig(BaseModel):
+    """One entry of `mcpServers`: a stdio command or a Streamable HTTP URL."""
+
+    # Other hosts put their own keys here (`type`, `disabled`, ...): tolerated, but not `mcpx` typos.
+    model_config = ConfigDict(extra="allow")
+
+    command: str | None = Field(None, description="Executable to start as a stdio upstream.")
+    args: list[str] = Field(default_factory=list, description="Arguments for `command`.")
+    env: dict[str, str] = Field(default_factory=dict, description="Extra environment for `command`.")
+    cwd: str | None = Field(None, description="Working directory for `command`.")
+    url: str | None = Field(None, description="Streamable HTTP endpoint of an HTTP upstream.")
+    headers: dict[str, str] = Field(default_factory=dict, description="Extra HTTP headers sent to `url` (e.g. Authorization).")
+    mcpx: McpxServerOptions = Field(default_factory=McpxServerOptions, description="mcpx's own options for this server.")
+
+    @model_validator(mode="after")
+    def _one_transport(self) -> "ServerConfig":
+        if (self.command is None) == (self.url is None):
+            raise ValueError("each server needs exactly one of `command` (stdio) or `url` (HTTP)")
+        if self.url is not None and not re.match(r"https?://", self.url):
+            raise ValueError("`url` must start with http:// or https://")
+        return self
+
+    @property
+    def transport(self) -> str:
+        return "stdio" if self.command is not None else "http"
+
+
+class DaemonConfig(_Strict):
+    address: Literal["127.0.0.1"] = Field("127.0.0.1", description="Listen address; mcpx only ever binds loopback.")
+    port: int = Field(7435, ge=0, le=65535, description="Listen port; 0 picks a free one.")
+    maxBodyBytes: int = Field(4 * 1024 * 1024, gt=0, description="Largest request body accepted on /mcp (413 beyond).")
+    allowedOrigins: list[str] = Field(default_factory=list, description="Browser origins allowed besides loopback ones.")
+
+
+class TasksConfig(_Strict):
+    ttlMs: int = Field(600_000, gt=0, description="Default lifetime of a task, from creation.")
+    maxTtlMs: int = Field(86_400_000, gt=0, description="Largest TTL a host may ask for.")
+    pollIntervalMs: int = Field(1000, gt=0, description="Poll interval suggested to hosts.")
+    taskAfterMs: int = Field(300, ge=0, description="A modern call still running after this long becomes a task.")
+
+
+class AuthToken(_Strict):
+    principal: str = Field(description="Name of the host principal this token identifies.")
+    token: str = Field(min_length=16, description="Bearer token the host sends in `Authorization`.")
+
+
+class AuthConfig(_Strict):
+    tokens: list[AuthToken] = Field(default_factory=list, description="Bearer tokens accepted on /mcp; when set, /mcp requires one.")
+
+
+class Config(BaseModel):
+    model_config = ConfigDict(extra="ignore")  # other hosts' top-level keys are not ours to judge
+
+    mcpServers: dict[str, ServerConfig] = Field(default_factory=dict, description="Upstream MCP servers, as other hosts configure them.")
+    daemon: DaemonConfig = Field(default_factory=DaemonConfig, description="The daemon's listener.")
+    tasks: TasksConfig = Field(default_factory=TasksConfig, description="Task defaults and limits.")
+    auth: AuthConfig | None = Field(None, description="Optional bearer-token auth for /mcp.")
+
+    @model_validator(mode="after")
+    def _unique_names(self) -> "Config":
+        seen: dict[str, str] = {}
+        for key, server in self.mcpServers.items():
+            if server.mcpx.passthrough:
+                continue
+            ns = server.mcpx.namespace or key
+            if not re.fullmatch(r"[A-Za-z0-9_.-]{1,64}", ns):
+                raise ValueError(f"server key {key!r} cannot be a namespace; set mcpx.namespace")
+            if ns in seen:
+                raise ValueError(f"servers {seen[ns]!r} and {key!r} share the namespace {ns!r}")
+            seen[ns] = key
+        return self
+
+    def namespace_of(self, key: str) -> str | None:
+        server = self.mcpServers[key]
+        return None if server.mcpx.passthrough else (server.mcpx.namespace or key)
+
+
+def _where(loc: tuple[Any, ...]) -> str:
+    return ".".join(str(p) for p in loc) or "(top level)"
+
+
+def parse_config(data: Any, source: str) -> Config:
+    if not isinstance(data, dict):
+        raise ConfigError(f"{source}: the top level must be a JSON object")
+    try:
+        return Config.model_validate(data)
+    except ValidationError as exc:
+        lines = []
+        for err in exc.errors():
+            loc = tuple(p for p in err["loc"] if p not in ("function-after",))
+            msg = err["msg"]
+            if err["type"] == "extra_forbidden":
+                msg = "unknown key (not an mcpx option)"
+            lines.append(f"{source}: {_where(loc)}: {msg}")
+        raise ConfigError("\n".join(lines)) from None
+
+
+def load_config(path: Path) -> Config:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read: {exc.strerror}") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"{path}: not valid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from None
+    return parse_config(data, str(path))
+
+
+def find_config(explicit: str | None, cwd: Path | None = None) -> Path | None:
+    """Search order: --config, MCPX_CONFIG, ./.mcpx.json, ./.mcp.json, $XDG_CONFIG_HOME/mcpx/config.json."""
+    if explicit:
+        return Path(explicit)
+    env = os.environ.get("MCPX_CONFIG")
+    if env:
+        return Path(env)
+    here = cwd or Path.cwd()
+    for name in (".mcpx.json", ".mcp.json"):
+        if (here / name).is_file():
+            return here / name
+    xdg = Path(os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config")
+    candidate = xdg / "mcpx" / "config.json"
+    return candidate if candidate.is_file() else None
+
+
+def state_dir(explicit: str | None = None) -> Path:
+    if explicit:
+        return Path(explicit)
+    env = os.environ.get("MCPX_STATE_DIR")
+    if env:
+        return Path(env)
+    xdg = Path(os.environ.get("XDG_STATE_HOME") or Path.home() / ".local" / "state")
+    return xdg / "mcpx"

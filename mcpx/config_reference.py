@@ -1,0 +1,63 @@
+"""Render the config reference (Markdown) from the pydantic models, so README and code agree."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel
+
+from .config import AuthConfig, AuthToken, Config, DaemonConfig, McpxServerOptions, ServerConfig, TasksConfig, ToolOverride
+
+SECTIONS: list[tuple[str, type[BaseModel]]] = [
+    ("top level", Config),
+    ("`mcpServers.<name>`", ServerConfig),
+    ("`mcpServers.<name>.mcpx`", McpxServerOptions),
+    ("`mcpServers.<name>.mcpx.tools.<tool>`", ToolOverride),
+    ("`daemon`", DaemonConfig),
+    ("`tasks`", TasksConfig),
+    ("`auth`", AuthConfig),
+    ("`auth.tokens[]`", AuthToken),
+]
+
+
+def _default(field: Any) -> str:
+    if field.is_required():
+        return "required"
+    if field.default_factory is not None:
+        value = field.default_factory()
+        return "`{}`" if value == {} else "`[]`" if value == [] else "see below"
+    return "—" if field.default is None else "`" + json.dumps(field.default) + "`"
+
+
+def render() -> str:
+    out = []
+    for title, model in SECTIONS:
+        out.append(f"#### {title}\n")
+        out.append("| key | default | meaning |")
+        out.append("|---|---|---|")
+        for name, field in model.model_fields.items():
+            out.append(f"| `{name}` | {_default(field)} | {field.description or ''} |")
+        out.append("")
+    return "\n".join(out)
+
+
+def update_readme(path: Path) -> bool:
+    """Rewrite the README's generated block; True when it changed."""
+    text = path.read_text()
+    new = re.sub(
+        r"(<!-- config-reference:start -->\n).*?(<!-- config-reference:end -->)",
+        lambda m: m.group(1) + render() + "\n" + m.group(2),
+        text,
+        flags=re.S,
+    )
+    if new != text:
+        path.write_text(new)
+        return True
+    return False
+
+
+if __name__ == "__main__":
+    update_readme(Path(__file__).resolve().parents[1] / "README.md")

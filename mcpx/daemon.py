@@ -1,0 +1,140 @@
+"""Composition root and lifecycle of the daemon (phases in docs/daemon-behavior.md).
+
+starting -> listening -> serving -> draining (stop accepting, cancel calls) -> stopping upstreams -> stopped
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import signal
+import socket
+import time
+from pathlib import Path
+from typing import Any, Iterator
+
+import anyio
+import uvicorn
+from starlette.applications import Starlette
+from starlette.routing import Route, WebSocketRoute
+
+from . import __version__, state
+from .api import v1
+from .config import Config
+from .host.dispatch import Dispatcher
+from .host.http import McpEndpoint
+from .host.router import HostRouter
+from .host.shim_endpoint import ShimEndpoint
+from .upstream.pool import UpstreamPool
+
+log = logging.getLogger("mcpx.daemon")
+GRACEFUL_S = 3
+
+
+class _Server(uvicorn.Server):
+    """uvicorn without its own signal handlers: the daemon owns SIGINT/SIGTERM and shutdown order."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        yield
+
+
+class Daemon:
+    def __init__(self, config: Config, config_path: Path | None, state_dir: Path, port: int | None = None) -> None:
+        self.config = config
+        self.config_path = config_path
+        self.state_dir = state_dir
+        self.port = config.daemon.port if port is None else port
+        self.started = time.time()
+        self.pool = UpstreamPool(config, state_dir / "logs")
+        self.dispatcher = Dispatcher(config, self.pool)
+        self.router = HostRouter(self.dispatcher)
+        tokens = {t.token: t.principal for t in (config.auth.tokens if config.auth else [])}
+        self.endpoint = McpEndpoint(
+            self.router,
+            max_body=config.daemon.maxBodyBytes,
+            allowed_origins=config.daemon.allowedOrigins,
+            tokens=tokens,
+        )
+        self.phase = "starting"
+        self._server: _Server | None = None
+
+    def stop(self) -> None:
+        """Begin the graceful shutdown, as SIGTERM would."""
+        if self._server is not None:
+            self._server.should_exit = True
+
+    def status(self) -> dict[str, Any]:
+        return {
+            "pid": os.getpid(),
+            "version": __version__,
+            "phase": self.phase,
+            "uptimeS": round(time.time() - self.started, 3),
+            "config": str(self.config_path) if self.config_path else None,
+            "upstreams": [
+                {
+                    "name": s.key,
+                    "transport": s.cfg.transport,
+                    "state": s.state,
+                    "era": s.session.era if s.session else None,
+                    "revision": s.session.revision if s.session else None,
+                    "tools": len(s.tools),
+                    "restarts": s.restarts,
+                    "lastError": s.last_error,
+                }
+                for s in self.pool.servers.values()
+            ],
+            "connections": [c.describe() for c in self.router.connections.values()],
+        }
+
+    async def run(self, ready: Any = None) -> None:
+        state.prepare(self.state_dir)
+        lock = state.acquire_lock(self.state_dir)
+        try:
+            token = state.api_token(self.state_dir)
+            sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            sock.bind(("127.0.0.1", self.port))
+            sock.listen(512)
+            sock.set_inheritable(True)
+            port = sock.getsockname()[1]
+            app = Starlette(
+                routes=[
+                    Route("/mcp", self.endpoint),
+                    WebSocketRoute("/v1/stdio", ShimEndpoint(self.router, token)),
+                    *v1.routes(token, self.status),
+                ]
+            )
+            server = _Server(uvicorn.Config(app, log_level="warning", lifespan="off", timeout_graceful_shutdown=GRACEFUL_S, ws_max_size=64 * 1024 * 1024))
+            self._server = server
+            async with anyio.create_task_group() as tg:
+                self.router.tg = tg
+                await self.pool.run(tg)
+                tg.start_soon(self._signals, server)
+                state.write_info(
+                    self.state_dir,
+                    {"pid": os.getpid(), "port": port, "url": f"http://127.0.0.1:{port}/mcp", "version": __version__, "config": str(self.config_path) if self.config_path else None, "started": self.started},
+                )
+                self.phase = "serving"
+                log.info("mcpx %s serving on http://127.0.0.1:%d/mcp", __version__, port)
+                if ready is not None:
+                    ready(port)
+                await server.serve(sockets=[sock])
+                self.phase = "draining"
+                self.endpoint.close_all()
+                self.phase = "stopping upstreams"
+                await self.pool.aclose()
+                tg.cancel_scope.cancel()
+            self.phase = "stopped"
+        finally:
+            state.remove_info(self.state_dir)
+            lock.close()
+
+    async def _signals(self, server: _Server) -> None:
+        with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+            async for sig in signals:
+                log.info("signal %s: shutting down", signal.Signals(sig).name)
+                if server.should_exit:
+                    server.force_exit = True
+                server.should_exit = True

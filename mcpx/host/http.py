@@ -1,0 +1,317 @@
+"""`/mcp`: Streamable HTTP for both eras on one URL (raw ASGI, so statuses and streams are ours).
+
+A request with `initialize` starts a legacy session (Mcp-Session-Id); a request whose `_meta` names
+a protocol version is stateless 2026-07-28; anything else must belong to a known legacy session.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import secrets
+from collections import OrderedDict
+from typing import Any
+from urllib.parse import urlsplit
+
+import anyio
+
+from ..protocol import jsonrpc, modern
+from ..protocol.errors import (
+    HEADER_MISMATCH,
+    METHOD_NOT_FOUND,
+    MISSING_CLIENT_CAPABILITY,
+    UNSUPPORTED_PROTOCOL_VERSION,
+    InvalidParams,
+    InvalidRequest,
+    McpError,
+)
+from ..protocol.revisions import LEGACY_LATEST, MODERN, is_modern
+from .connection import HostConnection
+from .router import HostRouter, emit, notification_stream, notifier
+
+log = logging.getLogger("mcpx.host")
+
+SSE_HEADERS = [(b"content-type", b"text/event-stream"), (b"cache-control", b"no-cache"), (b"x-accel-buffering", b"no")]
+KEEPALIVE_S = 15.0
+MAX_MODERN_IDENTITIES = 1024
+_LOOPBACK_HOSTS = {"127.0.0.1", "localhost", "::1", "[::1]"}
+# Methods whose reply may stream notifications first; the rest answer as one JSON body.
+_STREAMING = frozenset({"tools/call"})
+
+
+class McpEndpoint:
+    def __init__(self, router: HostRouter, *, max_body: int, allowed_origins: list[str], tokens: dict[str, str]) -> None:
+        self.router = router
+        self.max_body = max_body
+        self.allowed_origins = set(allowed_origins)
+        self.tokens = tokens
+        self.sessions: dict[str, HostConnection] = {}
+        self._modern: OrderedDict[str, HostConnection] = OrderedDict()
+
+    # ---- ASGI ----------------------------------------------------------------------------
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            return
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
+        client = scope.get("client")
+        peer = f"{client[0]}:{client[1]}" if client else None
+        origin = headers.get("origin")
+        if origin is not None and not self._origin_ok(origin):
+            return await _json(send, 403, jsonrpc.error(None, {"code": -32600, "message": f"Forbidden: origin {origin!r} is not allowed"}))
+        principal = None
+        if self.tokens:
+            auth = headers.get("authorization", "")
+            token = auth[7:] if auth.lower().startswith("bearer ") else ""
+            principal = self.tokens.get(token)
+            if principal is None:
+                return await _json(send, 401, jsonrpc.error(None, {"code": -32600, "message": "Unauthorized: a valid bearer token is required"}), [(b"www-authenticate", b"Bearer")])
+        method = scope["method"]
+        if method == "POST":
+            await self._post(headers, peer, principal, receive, send)
+        elif method == "GET":
+            await self._get(headers, receive, send)
+        elif method == "DELETE":
+            await self._delete(headers, send)
+        else:
+            await _json(send, 405, None, [(b"allow", b"GET, POST, DELETE")])
+
+    def _origin_ok(self, origin: str) -> bool:
+        if origin in self.allowed_origins:
+            return True
+        try:
+            parts = urlsplit(origin)
+        except ValueError:
+            return False
+        return parts.scheme in ("http", "https") and (parts.hostname or "") in _LOOPBACK_HOSTS
+
+    # ---- POST ----------------------------------------------------------------------------
+    async def _post(self, headers: dict[str, str], peer: str | None, principal: str | None, receive: Any, send: Any) -> None:
+        body = await _read_body(receive, self.max_body, headers)
+        if body is None:
+            return await _json(send, 413, emit(LEGACY_LATEST, None, jsonrpc.error(None, {"code": -32600, "message": f"Request body exceeds {self.max_body} bytes"})))
+        try:
+            msg = jsonrpc.parse(body)
+        except McpError as exc:
+            return await _json(send, exc.http_status, emit(_rev_hint(headers), None, jsonrpc.error_from(None, exc)))
+        sid = headers.get("mcp-session-id")
+        if msg.kind == "response":
+            # Replies to server-to-client requests: none are sent yet, so nothing waits for them.
+            return await _json(send, 202, None)
+        if msg.kind == "notification":
+            if not is_modern(msg.params) and sid is not None:
+                conn = self.sessions.get(sid)
+                if conn is None:
+                    return await _json(send, 404, None)
+                await self.router.notification(conn, msg)
+            # A modern host cancels by closing the stream; its notifications need no session.
+            return await _json(send, 202, None)
+        if msg.method == "initialize" and not is_modern(msg.params):
+            return await self._initialize(msg, peer, principal, send)
+        if is_modern(msg.params):
+            conn = self._modern_identity(principal, msg.params, peer)
+            try:
+                ctx = self.router.modern_context(conn, msg.params, None)
+                modern.check_headers(msg.method, msg.params, headers, tasks_extension=False)
+            except McpError as exc:
+                return await _json(send, exc.http_status, emit(MODERN, msg.method, jsonrpc.error_from(msg.id, exc)))
+        else:
+            if sid is None:
+                exc: McpError
+                if headers.get("mcp-protocol-version") == MODERN:
+                    exc = InvalidParams(f"Missing params._meta[{'io.modelcontextprotocol/protocolVersion'!r}] for {MODERN}", http_status=400)
+                else:
+                    exc = InvalidRequest("Missing Mcp-Session-Id header: send initialize first, or use 2026-07-28 _meta")
+                return await _json(send, 400, emit(_rev_hint(headers), msg.method, jsonrpc.error_from(msg.id, exc)))
+            conn = self.sessions.get(sid)
+            if conn is None:
+                return await _json(send, 404, emit(LEGACY_LATEST, msg.method, jsonrpc.error(msg.id, {"code": -32600, "message": "Session not found: initialize again"})))
+            version = headers.get("mcp-protocol-version")
+            if version is not None and version != conn.revision:
+                err = jsonrpc.error(msg.id, {"code": -32600, "message": f"MCP-Protocol-Version {version!r} does not match the session's {conn.revision!r}"})
+                return await _json(send, 400, emit(conn.revision, msg.method, err))
+            ctx = self.router.legacy_context(conn, msg.params, None)
+        await self._run(ctx, msg, headers, receive, send)
+
+    async def _initialize(self, msg: jsonrpc.Message, peer: str | None, principal: str | None, send: Any) -> None:
+        conn = HostConnection("http", peer=peer, principal=principal)
+        frame = self.router.initialize(conn, msg)
+        if "error" in frame:
+            return await _json(send, 200, frame)
+        conn.id = secrets.token_urlsafe(24)
+        self.sessions[conn.id] = conn
+        self.router.open(conn)
+        await _json(send, 200, frame, [(b"mcp-session-id", conn.id.encode())])
+
+    def _modern_identity(self, principal: str | None, params: dict[str, Any], peer: str | None) -> HostConnection:
+        """Stateless hosts, grouped for the console: principal, else clientInfo + peer address."""
+        info = (params.get("_meta") or {}).get("io.modelcontextprotocol/clientInfo")
+        info = info if isinstance(info, dict) else {}
+        host = (peer or "").rsplit(":", 1)[0]
+        key = principal or f"{info.get('name', '?')}/{info.get('version', '?')}@{host}"
+        conn = self._modern.get(key)
+        if conn is None:
+            conn = HostConnection("http", peer=host, principal=principal, client_info=info)
+            self._modern[key] = conn
+            self.router.open(conn)
+            if len(self._modern) > MAX_MODERN_IDENTITIES:
+                _, old = self._modern.popitem(last=False)
+                self.router.close(old)
+        else:
+            self._modern.move_to_end(key)
+        return conn
+
+    async def _run(self, ctx: Any, msg: jsonrpc.Message, headers: dict[str, str], receive: Any, send: Any) -> None:
+        accept = headers.get("accept", "")
+        streaming = "text/event-stream" in accept and (msg.method in _STREAMING or "application/json" not in accept)
+        tx, rx = notification_stream()
+        if streaming:
+            ctx.notify = notifier(ctx.revision, tx)
+        call = self.router.start(ctx, msg)
+        disconnected = False
+        started = False
+        async with anyio.create_task_group() as tg:
+
+            async def on_done() -> None:
+                await call.done.wait()
+                tx.send_nowait(None)
+
+            async def on_disconnect() -> None:
+                nonlocal disconnected
+                while (await receive())["type"] != "http.disconnect":
+                    pass
+                disconnected = True
+                tx.send_nowait(None)
+
+            tg.start_soon(on_done)
+            tg.start_soon(on_disconnect)
+            async with rx:
+                async for item in rx:
+                    if item is None:
+                        break
+                    if not started:
+                        # The stream opens with the first notification; a call that has none
+                        # answers as plain JSON, with the HTTP status its error deserves.
+                        await send({"type": "http.response.start", "status": 200, "headers": SSE_HEADERS})
+                        started = True
+                    await _sse(send, item)
+            tx.close()
+            tg.cancel_scope.cancel()
+        if disconnected and not call.done.is_set():
+            if ctx.era == "modern":
+                call.scope.cancel()  # 2026: a closed response stream is the cancellation
+            return  # 2025-11-25: a disconnect is not a cancellation; the call runs on
+        frame = call.frame
+        if started:
+            if frame is not None:
+                await _sse(send, frame)
+            await send({"type": "http.response.body", "body": b"", "more_body": False})
+            return
+        if frame is None:
+            frame = jsonrpc.error(msg.id, {"code": -32800, "message": "Request cancelled"})
+        await _json(send, _status_for(ctx.era, frame), frame)
+
+    # ---- GET / DELETE (legacy sessions only) --------------------------------------------
+    async def _get(self, headers: dict[str, str], receive: Any, send: Any) -> None:
+        sid = headers.get("mcp-session-id")
+        if sid is None or headers.get("mcp-protocol-version") == MODERN:
+            return await _json(send, 405, None, [(b"allow", b"POST")])
+        conn = self.sessions.get(sid)
+        if conn is None:
+            return await _json(send, 404, None)
+        if "text/event-stream" not in headers.get("accept", ""):
+            return await _json(send, 406, None)
+        tx, rx = notification_stream()
+        conn.send = notifier(conn.revision or LEGACY_LATEST, tx)
+        await send({"type": "http.response.start", "status": 200, "headers": SSE_HEADERS})
+        async with anyio.create_task_group() as tg:
+
+            async def on_disconnect() -> None:
+                while (await receive())["type"] != "http.disconnect":
+                    pass
+                tx.send_nowait(None)
+
+            async def keepalive() -> None:
+                while True:
+                    await anyio.sleep(KEEPALIVE_S)
+                    await send({"type": "http.response.body", "body": b": keepalive\n\n", "more_body": True})
+
+            tg.start_soon(on_disconnect)
+            tg.start_soon(keepalive)
+            async with rx:
+                async for item in rx:
+                    if item is None or sid not in self.sessions:
+                        break
+                    await _sse(send, item)
+            tg.cancel_scope.cancel()
+        conn.send = None
+        await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+    async def _delete(self, headers: dict[str, str], send: Any) -> None:
+        sid = headers.get("mcp-session-id")
+        if sid is None:
+            return await _json(send, 405, None, [(b"allow", b"POST")])
+        conn = self.sessions.pop(sid, None)
+        if conn is None:
+            return await _json(send, 404, None)
+        self.router.close(conn)
+        await _json(send, 200, None)
+
+    def close_all(self) -> None:
+        for conn in list(self.sessions.values()):
+            self.router.close(conn)
+        self.sessions.clear()
+
+
+def _status_for(era: str, frame: dict[str, Any]) -> int:
+    """Modern errors have documented statuses (DIGEST 1.4); other JSON-RPC errors ride on 200."""
+    err = frame.get("error")
+    if not isinstance(err, dict) or era != "modern":
+        return 200
+    code = err.get("code")
+    if code == METHOD_NOT_FOUND:
+        return 404
+    if code in (HEADER_MISMATCH, MISSING_CLIENT_CAPABILITY, UNSUPPORTED_PROTOCOL_VERSION):
+        return 400
+    return 200
+
+
+def _rev_hint(headers: dict[str, str]) -> str:
+    v = headers.get("mcp-protocol-version")
+    return MODERN if v == MODERN else LEGACY_LATEST
+
+
+async def _read_body(receive: Any, limit: int, headers: dict[str, str]) -> bytes | None:
+    try:
+        if int(headers.get("content-length", "0")) > limit:
+            return None
+    except ValueError:
+        pass
+    chunks: list[bytes] = []
+    size = 0
+    more = True
+    while more:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            return b""
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > limit:
+            return None
+        chunks.append(chunk)
+        more = message.get("more_body", False)
+    return b"".join(chunks)
+
+
+async def _json(send: Any, status: int, frame: dict[str, Any] | None, extra: list[tuple[bytes, bytes]] | None = None) -> None:
+    body = jsonrpc.dumps(frame) if frame is not None else b""
+    headers = [(b"content-type", b"application/json")] if frame is not None else []
+    headers += [(b"content-length", str(len(body)).encode())] + (extra or [])
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
+
+
+async def _sse(send: Any, frame: dict[str, Any]) -> None:
+    await send({"type": "http.response.body", "body": b"event: message\ndata: " + jsonrpc.dumps(frame) + b"\n\n", "more_body": True})
+
+
+__all__ = ["McpEndpoint", "json"]

@@ -1,0 +1,129 @@
+"""What every host transport shares: era per message, legacy sessions, running and cancelling calls."""
+
+from __future__ import annotations
+
+import logging
+import math
+from typing import Any
+
+import anyio
+from anyio.abc import TaskGroup
+
+from .. import wirelog
+from ..protocol import jsonrpc, legacy, modern
+from ..protocol.errors import InvalidRequest, McpError
+from ..protocol.revisions import META_CLIENT_INFO, META_LOG_LEVEL, MODERN
+from .connection import HostConnection, RequestContext, Send
+from .dispatch import INSTRUCTIONS, SERVER_INFO, Dispatcher
+
+log = logging.getLogger("mcpx.host")
+
+
+class Call:
+    """One request running under the daemon's task group, so it can outlive the HTTP request."""
+
+    def __init__(self) -> None:
+        self.scope = anyio.CancelScope()
+        self.done = anyio.Event()
+        self.frame: dict[str, Any] | None = None
+
+
+class HostRouter:
+    def __init__(self, dispatcher: Dispatcher) -> None:
+        self.dispatcher = dispatcher
+        self.tg: TaskGroup | None = None
+        self.connections: dict[str, HostConnection] = {}
+
+    # ---- connections ---------------------------------------------------------------------
+    def open(self, conn: HostConnection) -> HostConnection:
+        self.connections[conn.id] = conn
+        return conn
+
+    def close(self, conn: HostConnection) -> None:
+        self.connections.pop(conn.id, None)
+        # A legacy host's disconnect is not a cancellation; its calls finish and are dropped.
+
+    # ---- contexts ------------------------------------------------------------------------
+    def modern_context(self, conn: HostConnection, params: dict[str, Any], notify: Send | None) -> RequestContext:
+        caps = modern.check_meta(params)
+        meta = params["_meta"]
+        info = meta.get(META_CLIENT_INFO)
+        if isinstance(info, dict) and not conn.client_info:
+            conn.client_info = info
+        level = meta.get(META_LOG_LEVEL)
+        return RequestContext(conn, "modern", MODERN, caps, meta, level if level in legacy.LOG_LEVELS else None, notify)
+
+    def legacy_context(self, conn: HostConnection, params: dict[str, Any], notify: Send | None) -> RequestContext:
+        if conn.revision is None:
+            raise InvalidRequest("Send initialize first (or, for 2026-07-28, put the protocol version in params._meta)")
+        meta = params.get("_meta") if isinstance(params.get("_meta"), dict) else {}
+        return RequestContext(conn, "legacy", conn.revision, conn.client_caps, meta, conn.log_level, notify)
+
+    def initialize(self, conn: HostConnection, msg: jsonrpc.Message) -> dict[str, Any]:
+        try:
+            revision, res = legacy.initialize_result(msg.params, self.dispatcher.legacy_capabilities(), SERVER_INFO, INSTRUCTIONS)
+        except McpError as exc:
+            return emit(None, "initialize", jsonrpc.error_from(msg.id, exc))
+        conn.era = "legacy"
+        conn.revision = revision
+        conn.client_caps = msg.params.get("capabilities") or {}
+        conn.client_info = msg.params.get("clientInfo") or {}
+        return emit(revision, "initialize", jsonrpc.result(msg.id, res))
+
+    # ---- calls ---------------------------------------------------------------------------
+    def start(self, ctx: RequestContext, msg: jsonrpc.Message) -> Call:
+        """Run a request detached from its transport; the caller waits on `call.done`."""
+        assert self.tg is not None, "router not started"
+        call = Call()
+        rid = msg.id
+        ctx.conn.in_flight[rid] = call.scope
+
+        async def run() -> None:
+            try:
+                with call.scope:
+                    call.frame = await self.dispatcher.reply(ctx, msg)
+                # A cancelled request gets no reply at all (cancellation.mdx): frame stays None.
+                if call.frame is not None:
+                    emit(ctx.revision, msg.method, call.frame)
+            finally:
+                if ctx.conn.in_flight.get(rid) is call.scope:
+                    del ctx.conn.in_flight[rid]
+                call.done.set()
+
+        self.tg.start_soon(run)
+        return call
+
+    def cancel(self, conn: HostConnection, params: dict[str, Any]) -> None:
+        scope = conn.in_flight.get(params.get("requestId"))
+        if scope is not None:
+            scope.cancel()
+
+    async def notification(self, conn: HostConnection, msg: jsonrpc.Message) -> None:
+        if msg.method == "notifications/initialized":
+            conn.initialized = True
+        elif msg.method == "notifications/cancelled":
+            self.cancel(conn, msg.params)
+        # Other notifications (roots/list_changed, progress from a host) need no action yet.
+
+
+def emit(revision: str | None, method: str | None, frame: dict[str, Any]) -> dict[str, Any]:
+    """Every frame bound for a host passes here once, so the wire log sees all of them."""
+    wirelog.record(revision, method, frame)
+    return frame
+
+
+def notifier(revision: str, sink: Any) -> Send:
+    """A request-scoped notification sender that records each frame and never blocks the upstream."""
+
+    async def send(msg: dict[str, Any]) -> None:
+        emit(revision, msg.get("method"), msg)
+        try:
+            sink.send_nowait(msg)
+        except (anyio.WouldBlock, anyio.ClosedResourceError, anyio.BrokenResourceError):
+            pass  # host gone or not reading: progress is advisory, the result still arrives
+
+    return send
+
+
+def notification_stream() -> tuple[Any, Any]:
+    return anyio.create_memory_object_stream[dict[str, Any]](max_buffer_size=math.inf)

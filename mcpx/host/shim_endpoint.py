@@ -1,0 +1,94 @@
+"""The daemon's side of `mcpx serve`: one websocket = one stdio host connection, lines both ways."""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+
+import anyio
+from starlette.websockets import WebSocket, WebSocketDisconnect
+
+from ..protocol import jsonrpc
+from ..protocol.errors import McpError
+from ..protocol.revisions import LEGACY_LATEST, MODERN, is_modern
+from .connection import HostConnection
+from .router import Call, HostRouter, emit
+
+log = logging.getLogger("mcpx.host")
+
+
+class ShimEndpoint:
+    def __init__(self, router: HostRouter, token: str) -> None:
+        self.router = router
+        self.token = token
+
+    async def __call__(self, ws: WebSocket) -> None:
+        auth = ws.headers.get("authorization", "")
+        if auth != f"Bearer {self.token}":
+            await ws.close(code=4401, reason="mcpx API token required")
+            return
+        await ws.accept()
+        lock = anyio.Lock()
+        peer = f"{ws.client.host}:{ws.client.port}" if ws.client else None
+        conn = HostConnection("stdio", peer=peer)
+        conn.client_info = {"shimPid": ws.headers.get("x-mcpx-shim-pid")}
+
+        async def write(frame: dict[str, Any]) -> None:
+            async with lock:
+                await ws.send_text(json.dumps(frame, separators=(",", ":"), ensure_ascii=False))
+
+        async def notify(frame: dict[str, Any]) -> None:
+            emit(conn.revision or MODERN, frame.get("method"), frame)
+            try:
+                await write(frame)
+            except Exception:  # the shim went away; progress is advisory
+                pass
+
+        conn.send = notify
+        self.router.open(conn)
+        try:
+            async with anyio.create_task_group() as tg:
+                while True:
+                    try:
+                        text = await ws.receive_text()
+                    except (WebSocketDisconnect, RuntimeError):
+                        break
+                    await self._line(conn, text, write, notify, tg)
+                tg.cancel_scope.cancel()  # stop waiting; the calls themselves run on in the router
+        finally:
+            self.router.close(conn)
+
+    async def _line(self, conn: HostConnection, text: str, write: Any, notify: Any, tg: Any) -> None:
+        try:
+            msg = jsonrpc.parse(text)
+        except McpError as exc:
+            await write(emit(conn.revision or LEGACY_LATEST, None, jsonrpc.error_from(None, exc)))
+            return
+        if msg.kind == "response":
+            return  # no server-to-client requests are sent yet
+        if msg.kind == "notification":
+            await self.router.notification(conn, msg)
+            return
+        if msg.method == "initialize" and not is_modern(msg.params):
+            await write(self.router.initialize(conn, msg))
+            return
+        try:
+            if is_modern(msg.params):
+                ctx = self.router.modern_context(conn, msg.params, notify)
+            else:
+                ctx = self.router.legacy_context(conn, msg.params, notify)
+        except McpError as exc:
+            rev = MODERN if is_modern(msg.params) else (conn.revision or LEGACY_LATEST)
+            await write(emit(rev, msg.method, jsonrpc.error_from(msg.id, exc)))
+            return
+        call = self.router.start(ctx, msg)
+        tg.start_soon(self._deliver, call, write)
+
+    async def _deliver(self, call: Call, write: Any) -> None:
+        await call.done.wait()
+        if call.frame is not None:
+            try:
+                await write(call.frame)
+            except Exception:
+                pass

@@ -1,0 +1,122 @@
+"""2026-07-28 request validation and result decoration. Pure: headers come in as a plain dict."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import re
+from typing import Any, Mapping
+
+from .errors import HeaderMismatch, InvalidParams, UnsupportedProtocolVersion
+from .revisions import META_CAPS, META_SERVER_INFO, META_VERSION, MODERN_VERSIONS, SUPPORTED_VERSIONS
+
+# Methods the 2026 revision removed, or that a modern client reaches only through extensions.
+REMOVED_METHODS = frozenset(
+    {
+        "initialize",
+        "ping",
+        "logging/setLevel",
+        "resources/subscribe",
+        "resources/unsubscribe",
+        "tasks/result",
+        "tasks/list",
+        "notifications/initialized",
+        "notifications/roots/list_changed",
+    }
+)
+# Requests whose Mcp-Name header mirrors a params field (streamable-http.mdx:288-293).
+_NAME_SOURCE = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
+_TASK_NAME_METHODS = frozenset({"tasks/get", "tasks/update", "tasks/cancel"})
+_SAFE_HEADER = re.compile(r"[\x20-\x7e]*")
+_B64 = re.compile(r"=\?base64\?(.*)\?=")
+
+
+def check_meta(params: dict[str, Any]) -> dict[str, Any]:
+    """Version first (-32022), then required keys (-32602, HTTP 400). Returns the client capabilities."""
+    meta = params.get("_meta")
+    if not isinstance(meta, dict):
+        raise InvalidParams("Missing params._meta", http_status=400)
+    version = meta.get(META_VERSION)
+    if version not in MODERN_VERSIONS:
+        raise UnsupportedProtocolVersion(
+            f"Unsupported protocol version: {version!r}",
+            {"supported": list(SUPPORTED_VERSIONS), "requested": version if isinstance(version, str) else str(version)},
+        )
+    caps = meta.get(META_CAPS)
+    if not isinstance(caps, dict):
+        raise InvalidParams(f"Missing or invalid _meta[{META_CAPS!r}] (an object is required; {{}} declares none)", http_status=400)
+    return caps
+
+
+def decode_header_value(value: str) -> str:
+    m = _B64.fullmatch(value)
+    if not m:
+        return value
+    try:
+        return base64.b64decode(m.group(1), validate=True).decode("utf-8")
+    except (binascii.Error, UnicodeDecodeError):
+        raise HeaderMismatch("Header mismatch: Mcp-Name is not valid base64 sentinel encoding") from None
+
+
+def check_headers(method: str, params: dict[str, Any], headers: Mapping[str, str], *, tasks_extension: bool) -> None:
+    """HTTP header/body agreement (-32020). `headers` keys are lower-case."""
+    for name, value in headers.items():
+        if name.startswith("mcp-") and not _SAFE_HEADER.fullmatch(value):
+            raise HeaderMismatch(f"Header mismatch: {name} contains invalid characters")
+    version = params["_meta"][META_VERSION]
+    got = headers.get("mcp-protocol-version")
+    if got is None:
+        raise HeaderMismatch("Header mismatch: MCP-Protocol-Version header is required")
+    if got != version:
+        raise HeaderMismatch(f"Header mismatch: MCP-Protocol-Version header {got!r} does not match body {version!r}")
+    got_method = headers.get("mcp-method")
+    if got_method is None:
+        raise HeaderMismatch("Header mismatch: Mcp-Method header is required")
+    if got_method != method:
+        raise HeaderMismatch(f"Header mismatch: Mcp-Method header {got_method!r} does not match body {method!r}")
+    if method in _NAME_SOURCE:
+        field = _NAME_SOURCE[method]
+    elif tasks_extension and method in _TASK_NAME_METHODS:
+        field = "taskId"
+    else:
+        return
+    raw = headers.get("mcp-name")
+    if raw is None:
+        raise HeaderMismatch(f"Header mismatch: Mcp-Name header is required for {method}")
+    name = decode_header_value(raw)
+    body = params.get(field)
+    if name != body:
+        raise HeaderMismatch(f"Header mismatch: Mcp-Name header {name!r} does not match body {field} {body!r}")
+
+
+def decorate(result: dict[str, Any], server_info: dict[str, Any]) -> dict[str, Any]:
+    """Every modern result carries resultType and names the server in _meta (DIGEST 1.2, 3.1)."""
+    out = dict(result)
+    out.setdefault("resultType", "complete")
+    meta = dict(out.get("_meta") or {})
+    meta.setdefault(META_SERVER_INFO, server_info)
+    out["_meta"] = meta
+    return out
+
+
+def cacheable(result: dict[str, Any], ttl_ms: int, scope: str = "private") -> dict[str, Any]:
+    """List results are CacheableResult in 2026-07-28: ttlMs + cacheScope are required."""
+    out = dict(result)
+    out["ttlMs"] = ttl_ms
+    out["cacheScope"] = scope
+    return out
+
+
+def discover_result(capabilities: dict[str, Any], server_info: dict[str, Any], instructions: str | None) -> dict[str, Any]:
+    """DiscoverResult names the server only in _meta (schema: no top-level serverInfo)."""
+    res: dict[str, Any] = {
+        "supportedVersions": list(SUPPORTED_VERSIONS),
+        "capabilities": capabilities,
+        "resultType": "complete",
+        # Capabilities change only with the config, i.e. with a daemon restart.
+        "ttlMs": 60_000,
+        "cacheScope": "private",
+    }
+    if instructions:
+        res["instructions"] = instructions
+    return decorate(res, server_info)

@@ -1,0 +1,197 @@
+"""A Streamable HTTP upstream: each request is a POST whose reply is JSON or an SSE stream."""
+
+from __future__ import annotations
+
+import base64
+import json
+import logging
+import re
+from typing import Any, Awaitable, Callable
+
+import anyio
+import httpx
+
+from ..config import ServerConfig
+from ..protocol.errors import UPSTREAM_UNAVAILABLE
+
+log = logging.getLogger("mcpx.upstream")
+
+Feed = Callable[[dict[str, Any], Any], Awaitable[None]]
+_SAFE = re.compile(r"[\x20-\x7e]*")
+
+
+def header_value(value: str) -> str:
+    """Mcp-Name values that are not plain ASCII travel base64-sentinel encoded (SEP-2243)."""
+    if _SAFE.fullmatch(value) and value == value.strip():
+        return value
+    return "=?base64?" + base64.b64encode(value.encode()).decode() + "?="
+
+
+async def iter_sse(resp: httpx.Response) -> Any:
+    """Yield the JSON payload of every `data:` event in an SSE response."""
+    data: list[str] = []
+    async for line in resp.aiter_lines():
+        if line == "":
+            if data:
+                payload = "\n".join(data)
+                data = []
+                try:
+                    yield json.loads(payload)
+                except ValueError:
+                    log.warning("upstream SSE event is not JSON: %.200r", payload)
+            continue
+        if line.startswith(":"):
+            continue
+        field, _, value = line.partition(":")
+        if field == "data":
+            data.append(value[1:] if value.startswith(" ") else value)
+    if data:
+        try:
+            yield json.loads("\n".join(data))
+        except ValueError:
+            pass
+
+
+class HttpTransport:
+    kind = "http"
+
+    def __init__(self, name: str, cfg: ServerConfig, client: httpx.AsyncClient) -> None:
+        self.name = name
+        self.cfg = cfg
+        self.client = client
+        self.closed = anyio.Event()
+        self.era: str | None = None  # set by the session once probed
+        self.revision: str | None = None
+        self.session_id: str | None = None
+        self._tg: anyio.abc.TaskGroup | None = None
+        self._feed: Feed | None = None
+        self._streams: dict[Any, anyio.CancelScope] = {}
+
+    async def run(self, feed: Feed, started: Callable[[], None]) -> None:
+        self._feed = feed
+        try:
+            async with anyio.create_task_group() as tg:
+                self._tg = tg
+                started()
+                await self.closed.wait()
+                tg.cancel_scope.cancel()
+        finally:
+            self.closed.set()
+
+    def _headers(self, msg: dict[str, Any]) -> dict[str, str]:
+        h = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+        h.update(self.cfg.headers)
+        method = msg.get("method")
+        params = msg.get("params") or {}
+        if self.era == "modern" or (method == "server/discover"):
+            version = ((params.get("_meta") or {}).get("io.modelcontextprotocol/protocolVersion")) or "2026-07-28"
+            h["MCP-Protocol-Version"] = version
+            if method:
+                h["Mcp-Method"] = method
+            name = params.get("name") if method in ("tools/call", "prompts/get") else params.get("uri") if method == "resources/read" else params.get("taskId") if method in ("tasks/get", "tasks/update", "tasks/cancel") else None
+            if isinstance(name, str):
+                h["Mcp-Name"] = header_value(name)
+        elif self.era == "legacy":
+            if self.revision:
+                h["MCP-Protocol-Version"] = self.revision
+            if self.session_id:
+                h["Mcp-Session-Id"] = self.session_id
+        return h
+
+    async def send(self, msg: dict[str, Any]) -> None:
+        if self.closed.is_set() or self._tg is None:
+            raise ConnectionError("transport closed")
+        if "method" in msg and "id" in msg:
+            scope = anyio.CancelScope()
+            self._streams[msg["id"]] = scope
+            self._tg.start_soon(self._exchange, msg, scope)
+        else:
+            # Notifications and our replies to server requests: a POST answered 202.
+            await self._post_simple(msg)
+
+    async def abort(self, request_id: Any) -> None:
+        """Closing a request's response stream is how a modern client cancels it."""
+        scope = self._streams.pop(request_id, None)
+        if scope is not None:
+            scope.cancel()
+
+    async def _post_simple(self, msg: dict[str, Any]) -> None:
+        try:
+            resp = await self.client.post(self.cfg.url or "", content=json.dumps(msg), headers=self._headers(msg))
+            await resp.aclose()
+        except httpx.HTTPError as exc:
+            raise ConnectionError(str(exc)) from None
+
+    async def _exchange(self, msg: dict[str, Any], scope: anyio.CancelScope) -> None:
+        assert self._feed is not None
+        rid = msg["id"]
+        try:
+            with scope:
+                async with self.client.stream("POST", self.cfg.url or "", content=json.dumps(msg), headers=self._headers(msg)) as resp:
+                    sid = resp.headers.get("mcp-session-id")
+                    if sid and msg.get("method") == "initialize":
+                        self.session_id = sid
+                    ctype = resp.headers.get("content-type", "")
+                    if "text/event-stream" in ctype and resp.status_code < 400:
+                        async for item in iter_sse(resp):
+                            if isinstance(item, dict):
+                                await self._feed(item, rid)
+                        return
+                    body = await resp.aread()
+                    try:
+                        data = json.loads(body) if body else None
+                    except ValueError:
+                        data = None
+                    if isinstance(data, dict) and ("result" in data or "error" in data):
+                        data.setdefault("id", rid)
+                        await self._feed(data, rid)
+                        return
+                    if resp.status_code == 404 and self.era == "legacy" and self.session_id:
+                        self.closed.set()  # session gone upstream: reconnect and re-initialize
+                    await self._feed(_error(rid, f"upstream {self.name} answered HTTP {resp.status_code}"), rid)
+        except (httpx.HTTPError, OSError) as exc:
+            if isinstance(exc, (httpx.ConnectError, httpx.RemoteProtocolError, httpx.ReadError)):
+                self.closed.set()
+            await self._feed(_error(rid, f"upstream {self.name} unreachable: {exc}"), rid)
+        finally:
+            self._streams.pop(rid, None)
+
+    async def open_listen_stream(self) -> None:
+        """Legacy servers push list_changed on a GET stream; a 405 means they offer none."""
+        if self._tg is None:
+            return
+        self._tg.start_soon(self._get_stream)
+
+    async def _get_stream(self) -> None:
+        assert self._feed is not None
+        headers = {"Accept": "text/event-stream", **self.cfg.headers}
+        if self.session_id:
+            headers["Mcp-Session-Id"] = self.session_id
+        if self.revision:
+            headers["MCP-Protocol-Version"] = self.revision
+        try:
+            async with self.client.stream("GET", self.cfg.url or "", headers=headers, timeout=httpx.Timeout(10, read=None)) as resp:
+                if resp.status_code != 200:
+                    return
+                async for item in iter_sse(resp):
+                    if isinstance(item, dict):
+                        await self._feed(item, None)
+        except (httpx.HTTPError, OSError):
+            return
+
+    @property
+    def returncode(self) -> int | None:
+        return None
+
+    async def close(self) -> None:
+        if self.era == "legacy" and self.session_id:
+            with anyio.move_on_after(2, shield=True):
+                try:
+                    await self.client.delete(self.cfg.url or "", headers={"Mcp-Session-Id": self.session_id, **self.cfg.headers})
+                except httpx.HTTPError:
+                    pass
+        self.closed.set()
+
+
+def _error(rid: Any, message: str) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": rid, "error": {"code": UPSTREAM_UNAVAILABLE, "message": message}}

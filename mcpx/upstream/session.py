@@ -1,0 +1,261 @@
+"""One MCP client session to an upstream: probes its era, then speaks it.
+
+Probe (DIGEST 1.3/1.4): `server/discover` first; a DiscoverResult or a recognised modern error
+means a 2026-07-28 server; anything else, or silence, means a handshake server, so `initialize`
+(accepting a 2025-06-18 or 2025-03-26 counter-offer).
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+from dataclasses import dataclass, field
+from typing import Any, Awaitable, Callable, Protocol
+
+import anyio
+
+from .. import __version__
+from ..protocol import jsonrpc
+from ..protocol.errors import UPSTREAM_UNAVAILABLE, McpError, UpstreamError, UpstreamUnavailable
+from ..protocol.revisions import (
+    LEGACY_LATEST,
+    LEGACY_VERSIONS,
+    META_CAPS,
+    META_CLIENT_INFO,
+    META_LOG_LEVEL,
+    META_VERSION,
+    MODERN,
+    UNSUPPORTED_CODE,
+)
+
+log = logging.getLogger("mcpx.upstream")
+
+PROBE_TIMEOUT_S = 5.0
+INIT_TIMEOUT_S = 20.0
+CLIENT_INFO = {"name": "mcpx", "version": __version__}
+OnNotify = Callable[[dict[str, Any]], Awaitable[None]]
+
+
+class Transport(Protocol):
+    kind: str
+    closed: anyio.Event
+    era: str | None
+
+    async def send(self, msg: dict[str, Any]) -> None: ...
+    async def abort(self, request_id: Any) -> None: ...
+
+
+@dataclass
+class _Pending:
+    method: str
+    on_notify: OnNotify | None
+    done: anyio.Event = field(default_factory=anyio.Event)
+    reply: dict[str, Any] | None = None
+
+
+class UpstreamSession:
+    def __init__(self, name: str, transport: Any, on_event: Callable[[str, dict[str, Any]], Awaitable[None]] | None = None) -> None:
+        self.name = name
+        self.transport = transport
+        self.on_event = on_event
+        self.era: str | None = None
+        self.revision: str | None = None
+        self.server_info: dict[str, Any] = {}
+        self.capabilities: dict[str, Any] = {}
+        self.instructions: str | None = None
+        self._ids = itertools.count(1)
+        self._pending: dict[Any, _Pending] = {}
+        self._progress: dict[str, tuple[Any, OnNotify]] = {}
+        self.dead_reason: str | None = None
+
+    # ---- inbound -------------------------------------------------------------------------
+    async def feed(self, msg: dict[str, Any], related_id: Any) -> None:
+        if "method" in msg:
+            if "id" in msg:
+                await self._server_request(msg)
+            else:
+                await self._notification(msg, related_id)
+            return
+        slot = self._pending.get(msg.get("id"))
+        if slot is None:
+            return  # a late reply to a call we abandoned
+        slot.reply = msg
+        slot.done.set()
+
+    async def _notification(self, msg: dict[str, Any], related_id: Any) -> None:
+        method = msg.get("method")
+        params = msg.get("params") if isinstance(msg.get("params"), dict) else {}
+        if method == "notifications/progress":
+            route = self._progress.get(str(params.get("progressToken")))
+            if route is not None:
+                original, cb = route
+                out = dict(params)
+                out["progressToken"] = original
+                await _safe(cb, jsonrpc.notification("notifications/progress", out))
+            return
+        if related_id is not None and related_id in self._pending:
+            # Arrived on the response stream of one request (HTTP): it belongs to that request.
+            cb = self._pending[related_id].on_notify
+            if cb is not None and method == "notifications/message":
+                await _safe(cb, msg)
+            return
+        if method == "notifications/message":
+            log.info("upstream %s log: %s", self.name, params.get("data"))
+        if self.on_event is not None and isinstance(method, str):
+            await self.on_event(method, params)
+
+    async def _server_request(self, msg: dict[str, Any]) -> None:
+        method = msg.get("method")
+        if method == "ping":
+            reply = jsonrpc.result(msg["id"], {})
+        else:
+            # We declare no client capabilities upstream, so an honest server does not ask.
+            reply = jsonrpc.error(msg["id"], {"code": -32601, "message": f"mcpx does not answer {method} from upstreams"})
+        try:
+            await self.transport.send(reply)
+        except ConnectionError:
+            pass
+
+    def fail_all(self, reason: str) -> None:
+        self.dead_reason = reason
+        for rid, slot in list(self._pending.items()):
+            slot.reply = jsonrpc.error(rid, {"code": UPSTREAM_UNAVAILABLE, "message": reason})
+            slot.done.set()
+
+    # ---- outbound ------------------------------------------------------------------------
+    async def request(
+        self,
+        method: str,
+        params: dict[str, Any] | None = None,
+        *,
+        on_notify: OnNotify | None = None,
+        timeout: float | None = None,
+    ) -> dict[str, Any]:
+        """Send one request and wait for its reply; cancelling this call cancels it upstream."""
+        if self.dead_reason is not None:
+            raise UpstreamUnavailable(self.dead_reason)
+        rid = next(self._ids)
+        params = dict(params or {})
+        token_key = None
+        meta = params.get("_meta")
+        if isinstance(meta, dict) and "progressToken" in meta and on_notify is not None:
+            # Hosts choose their own tokens; two hosts may pick the same one, so upstream sees ours.
+            token_key = f"mcpx-{rid}"
+            self._progress[token_key] = (meta["progressToken"], on_notify)
+            params["_meta"] = {**meta, "progressToken": token_key}
+        slot = _Pending(method, on_notify)
+        self._pending[rid] = slot
+        try:
+            try:
+                await self.transport.send(jsonrpc.request(rid, method, params))
+            except ConnectionError as exc:
+                raise UpstreamUnavailable(f"upstream {self.name!r} is not reachable: {exc}") from None
+            try:
+                with anyio.fail_after(timeout):
+                    await slot.done.wait()
+            except TimeoutError:
+                await self._cancel_upstream(rid, "timed out")
+                raise
+            except anyio.get_cancelled_exc_class():
+                await self._cancel_upstream(rid, "cancelled by the host")
+                raise
+        finally:
+            self._pending.pop(rid, None)
+            if token_key is not None:
+                self._progress.pop(token_key, None)
+        reply = slot.reply or {}
+        if "error" in reply:
+            err = reply["error"] if isinstance(reply["error"], dict) else {"code": -32603, "message": str(reply["error"])}
+            if err.get("code") == UPSTREAM_UNAVAILABLE and self.dead_reason is not None:
+                raise UpstreamUnavailable(err.get("message", self.dead_reason))
+            raise UpstreamError(err)
+        res = reply.get("result")
+        if not isinstance(res, dict):
+            raise UpstreamError({"code": -32603, "message": f"upstream {self.name!r} sent a result that is not an object"})
+        return res
+
+    async def _cancel_upstream(self, rid: Any, reason: str) -> None:
+        with anyio.CancelScope(shield=True), anyio.move_on_after(2):
+            if not (self.era == "modern" and self.transport.kind == "http"):
+                try:
+                    await self.transport.send(jsonrpc.notification("notifications/cancelled", self._with_meta({"requestId": rid, "reason": reason})))
+                except ConnectionError:
+                    pass
+            # A modern HTTP server reads a closed stream as the cancel; for others it just frees it.
+            await self.transport.abort(rid)
+
+    async def notify(self, method: str, params: dict[str, Any] | None = None) -> None:
+        await self.transport.send(jsonrpc.notification(method, params))
+
+    def _with_meta(self, params: dict[str, Any], client_caps: dict[str, Any] | None = None, log_level: str | None = None) -> dict[str, Any]:
+        if self.era != "modern":
+            return params
+        meta = dict(params.get("_meta") or {})
+        meta[META_VERSION] = MODERN
+        meta[META_CAPS] = client_caps if client_caps is not None else meta.get(META_CAPS, {})
+        meta.setdefault(META_CLIENT_INFO, CLIENT_INFO)
+        if log_level is not None:
+            meta[META_LOG_LEVEL] = log_level
+        return {**params, "_meta": meta}
+
+    def shape_params(self, params: dict[str, Any], *, client_caps: dict[str, Any] | None, log_level: str | None) -> dict[str, Any]:
+        """Params for this upstream's era: modern gets the 2026 _meta keys, legacy loses them."""
+        if self.era == "modern":
+            return self._with_meta(params, client_caps or {}, log_level)
+        meta = params.get("_meta")
+        if isinstance(meta, dict):
+            kept = {k: v for k, v in meta.items() if not k.startswith("io.modelcontextprotocol/")}
+            params = {k: v for k, v in params.items() if k != "_meta"}
+            if kept:
+                params["_meta"] = kept
+        return params
+
+    # ---- probe ---------------------------------------------------------------------------
+    async def start(self) -> None:
+        try:
+            with anyio.fail_after(PROBE_TIMEOUT_S):
+                self.era = "modern"  # so the probe itself carries modern headers
+                res = await self.request("server/discover", {"_meta": {META_VERSION: MODERN, META_CAPS: {}, META_CLIENT_INFO: CLIENT_INFO}})
+            if MODERN in (res.get("supportedVersions") or []):
+                self._adopt_modern(res)
+                return
+        except UpstreamError as exc:
+            data = exc.error.get("data") if isinstance(exc.error.get("data"), dict) else {}
+            if exc.error.get("code") == UNSUPPORTED_CODE and MODERN in (data.get("supported") or []):
+                raise UpstreamUnavailable(f"upstream {self.name!r} rejected {MODERN} although it lists it") from None
+        except TimeoutError:
+            pass
+        except McpError:
+            raise
+        self.era = "legacy"
+        with anyio.fail_after(INIT_TIMEOUT_S):
+            res = await self.request(
+                "initialize",
+                {"protocolVersion": LEGACY_LATEST, "capabilities": {}, "clientInfo": CLIENT_INFO},
+            )
+        version = res.get("protocolVersion")
+        if version not in LEGACY_VERSIONS:
+            raise UpstreamUnavailable(f"upstream {self.name!r} offered protocol {version!r}, which mcpx does not speak")
+        self.revision = version
+        self.transport.era = "legacy"
+        if hasattr(self.transport, "revision"):
+            self.transport.revision = version
+        self.server_info = res.get("serverInfo") or {}
+        self.capabilities = res.get("capabilities") or {}
+        self.instructions = res.get("instructions")
+        await self.notify("notifications/initialized")
+
+    def _adopt_modern(self, res: dict[str, Any]) -> None:
+        self.era = "modern"
+        self.revision = MODERN
+        self.transport.era = "modern"
+        self.capabilities = res.get("capabilities") or {}
+        self.server_info = ((res.get("_meta") or {}).get("io.modelcontextprotocol/serverInfo")) or {}
+        self.instructions = res.get("instructions")
+
+
+async def _safe(cb: OnNotify, msg: dict[str, Any]) -> None:
+    try:
+        await cb(msg)
+    except Exception:  # a host that went away must not break the upstream reader
+        log.debug("notification relay failed", exc_info=True)

@@ -1,0 +1,130 @@
+"""A stdio upstream: one child process in its own process group, one JSON-RPC message per line."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import signal
+import subprocess
+from pathlib import Path
+from typing import Any, Awaitable, Callable
+
+import anyio
+from anyio.abc import Process
+
+from ..config import ServerConfig
+
+log = logging.getLogger("mcpx.upstream")
+
+Feed = Callable[[dict[str, Any], Any], Awaitable[None]]
+# Bounded, staged stop: polite first (EOF on stdin), then the whole process group.
+STOP_GRACE_S = 2.0
+MAX_LINE = 64 * 1024 * 1024
+
+
+class StdioTransport:
+    kind = "stdio"
+
+    def __init__(self, name: str, cfg: ServerConfig, log_dir: Path) -> None:
+        self.name = name
+        self.cfg = cfg
+        self.log_dir = log_dir
+        self.proc: Process | None = None
+        self._write_lock = anyio.Lock()
+        self.closed = anyio.Event()
+
+    async def run(self, feed: Feed, started: Callable[[], None]) -> None:
+        """Start the child, feed every line it writes, return when it exits."""
+        env = dict(os.environ)
+        env.update(self.cfg.env)
+        self.log_dir.mkdir(parents=True, exist_ok=True)
+        stderr = open(self.log_dir / f"{self.name}.stderr.log", "ab")
+        try:
+            self.proc = await anyio.open_process(
+                [self.cfg.command or "", *self.cfg.args],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=stderr,
+                cwd=self.cfg.cwd,
+                env=env,
+                start_new_session=True,
+            )
+        except OSError as exc:
+            stderr.close()
+            self.closed.set()
+            raise RuntimeError(f"cannot start {self.cfg.command!r}: {exc.strerror or exc}") from None
+        started()
+        try:
+            assert self.proc.stdout is not None
+            buf = b""
+            async for chunk in self.proc.stdout:
+                buf += chunk
+                if len(buf) > MAX_LINE:
+                    log.warning("upstream %s: line over %d bytes, dropped", self.name, MAX_LINE)
+                    buf = b""
+                while b"\n" in buf:
+                    line, buf = buf.split(b"\n", 1)
+                    if not line.strip():
+                        continue
+                    try:
+                        msg = json.loads(line)
+                    except ValueError:
+                        log.warning("upstream %s wrote a non-JSON line: %.200r", self.name, line)
+                        continue
+                    if isinstance(msg, dict):
+                        await feed(msg, None)
+            await self.proc.wait()
+        finally:
+            self.closed.set()
+            await self.close()  # shielded: a cancelled reader must not orphan the child
+            stderr.close()
+
+    async def send(self, msg: dict[str, Any]) -> None:
+        if self.proc is None or self.proc.stdin is None or self.closed.is_set():
+            raise ConnectionError("process is not running")
+        data = json.dumps(msg, separators=(",", ":"), ensure_ascii=False).encode() + b"\n"
+        async with self._write_lock:
+            try:
+                await self.proc.stdin.send(data)
+            except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError) as exc:
+                raise ConnectionError(f"write failed: {exc}") from None
+
+    async def abort(self, request_id: Any) -> None:
+        """stdio has no per-request stream to close; cancellation is the notification alone."""
+
+    @property
+    def returncode(self) -> int | None:
+        return None if self.proc is None else self.proc.returncode
+
+    async def close(self) -> None:
+        proc = self.proc
+        if proc is None or proc.returncode is not None:
+            return
+        with anyio.CancelScope(shield=True):
+            if proc.stdin is not None:
+                try:
+                    await proc.stdin.aclose()
+                except Exception:  # already broken: go on to signals
+                    pass
+            if await _wait(proc, STOP_GRACE_S):
+                return
+            _killpg(proc.pid, signal.SIGTERM)
+            if await _wait(proc, STOP_GRACE_S):
+                return
+            _killpg(proc.pid, signal.SIGKILL)
+            await _wait(proc, STOP_GRACE_S)
+
+
+async def _wait(proc: Process, seconds: float) -> bool:
+    with anyio.move_on_after(seconds):
+        await proc.wait()
+        return True
+    return False
+
+
+def _killpg(pid: int, sig: int) -> None:
+    try:
+        os.killpg(pid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass

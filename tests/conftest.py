@@ -1,0 +1,44 @@
+"""Shared fixtures: real daemons and upstreams, stopped after each test; wire frames schema-checked."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from harness import Daemon, FixtureHttp  # noqa: E402
+
+
+@pytest.fixture
+def start_daemon(tmp_path: Path) -> Iterator[Callable[..., Daemon]]:
+    """Start `mcpx daemon` processes; each is stopped and its wire log schema-checked at teardown."""
+    started: list[Daemon] = []
+
+    def start(config: dict[str, Any] | None = None, **kw: Any) -> Daemon:
+        d = Daemon(tmp_path, config, name=kw.pop("name", f"daemon{len(started)}"), extra_args=kw.pop("extra_args", None))
+        started.append(d)
+        return d.start(**kw)
+
+    yield start
+    for d in started:
+        d.stop()
+    for d in started:
+        d.check_wire()
+
+
+@pytest.fixture
+def fixture_http(tmp_path: Path) -> Iterator[Callable[..., FixtureHttp]]:
+    servers: list[FixtureHttp] = []
+
+    def start(*args: str, name: str = "fixture") -> FixtureHttp:
+        s = FixtureHttp(tmp_path, *args, name=name)
+        servers.append(s)
+        return s
+
+    yield start
+    for s in servers:
+        s.stop()

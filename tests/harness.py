@@ -1,0 +1,239 @@
+"""Real processes for end-to-end tests: the mcpx daemon, fixture upstreams, and a raw host client.
+
+Every daemon started here records the frames it sends to hosts (MCPX_WIRE_LOG); when it stops,
+each frame is checked against its revision's JSON schema, and a bad frame fails the test.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any, Iterator
+
+import httpx
+
+from wire_schema import check_wire_log
+
+ROOT = Path(__file__).resolve().parents[1]
+FIXTURE = ROOT / "tests" / "fixtures" / "upstream_server.py"
+MODERN = "2026-07-28"
+LEGACY = "2025-11-25"
+# One scaled time unit for waits in tests (slow CI machines: raise MCPX_TEST_TIME_SCALE).
+UNIT = float(os.environ.get("MCPX_TEST_TIME_SCALE", "1"))
+
+
+def modern_meta(**extra: Any) -> dict[str, Any]:
+    meta = {
+        "io.modelcontextprotocol/protocolVersion": MODERN,
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientInfo": {"name": "pytest", "version": "0"},
+    }
+    meta.update(extra)
+    return meta
+
+
+def wait_until(pred: Any, timeout: float = 10.0, what: str = "condition") -> Any:
+    deadline = time.monotonic() + timeout * UNIT
+    while time.monotonic() < deadline:
+        got = pred()
+        if got:
+            return got
+        time.sleep(0.02)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def read_jsonl(path: Path) -> list[dict[str, Any]]:
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+class FixtureHttp:
+    """The fixture upstream as an HTTP server process."""
+
+    def __init__(self, tmp: Path, *args: str, name: str = "fixture") -> None:
+        self.log = tmp / f"{name}-http.log.jsonl"
+        ready = tmp / f"{name}-http.port"
+        with open(tmp / f"{name}-http.stderr", "wb") as err:
+            self.proc = subprocess.Popen(
+                [sys.executable, str(FIXTURE), "http", "--port", "0", "--ready-file", str(ready), "--log", str(self.log), "--name", name, *args],
+                stdin=subprocess.DEVNULL,
+                stderr=err,
+            )
+        port = wait_until(lambda: ready.exists() and ready.read_text().strip(), what="fixture HTTP server")
+        self.url = f"http://127.0.0.1:{int(port)}/mcp"
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(5)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+
+def stdio_server(tmp: Path, *args: str, name: str = "fixture", **mcpx: Any) -> dict[str, Any]:
+    """A config entry running the fixture upstream over stdio, logging to tmp/<name>.log.jsonl."""
+    entry: dict[str, Any] = {"command": sys.executable, "args": [str(FIXTURE), "stdio", "--log", str(tmp / f"{name}.log.jsonl"), "--name", name, *args]}
+    if mcpx:
+        entry["mcpx"] = mcpx
+    return entry
+
+
+class Daemon:
+    """`mcpx daemon` as a real process on 127.0.0.1 with its own state folder."""
+
+    def __init__(self, tmp: Path, config: dict[str, Any] | None, *, extra_args: list[str] | None = None, name: str = "daemon") -> None:
+        self.tmp = tmp
+        self.state_dir = tmp / f"{name}-state"
+        self.config_path = tmp / f"{name}-config.json"
+        self.config_path.write_text(json.dumps(config or {"mcpServers": {}}))
+        self.wire_log = tmp / f"{name}-wire.jsonl"
+        self.stderr_path = tmp / f"{name}.stderr"
+        self.extra_args = extra_args or []
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.port = 0
+
+    def start(self, wait_upstreams: bool = True) -> "Daemon":
+        env = dict(os.environ, MCPX_WIRE_LOG=str(self.wire_log))
+        (self.state_dir / "daemon.json").unlink(missing_ok=True)
+        with open(self.stderr_path, "ab") as err:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "mcpx", "daemon", "--config", str(self.config_path), "--state-dir", str(self.state_dir), "--port", "0", *self.extra_args],
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=err,
+                env=env,
+                cwd=self.tmp,
+            )
+
+        def ready() -> Any:
+            if self.proc is not None and self.proc.poll() is not None:
+                raise AssertionError(f"daemon exited with {self.proc.returncode}: {self.stderr()}")
+            info = self.state_dir / "daemon.json"
+            return info.exists() and json.loads(info.read_text())
+
+        info = wait_until(ready, 20, "daemon info file")
+        self.port = info["port"]
+        if wait_upstreams:
+            self.wait_upstreams()
+        return self
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/mcp"
+
+    @property
+    def token(self) -> str:
+        return (self.state_dir / "token").read_text().strip()
+
+    def status(self) -> dict[str, Any]:
+        return httpx.get(f"http://127.0.0.1:{self.port}/v1/status", headers={"Authorization": f"Bearer {self.token}"}, timeout=5).json()
+
+    def wait_upstreams(self, state: str = "ready") -> None:
+        wait_until(lambda: all(u["state"] == state for u in self.status()["upstreams"]), 20, f"upstreams {state}")
+
+    def stderr(self) -> str:
+        return self.stderr_path.read_text(errors="replace") if self.stderr_path.exists() else ""
+
+    def stop(self, sig: int = signal.SIGTERM) -> int:
+        if self.proc is None or self.proc.poll() is not None:
+            return self.proc.returncode if self.proc else 0
+        self.proc.send_signal(sig)
+        try:
+            return self.proc.wait(20)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+            raise AssertionError("daemon did not stop within 20 s of SIGTERM")
+
+    def check_wire(self) -> int:
+        return check_wire_log(self.wire_log) if self.wire_log.exists() else 0
+
+
+class RawHost:
+    """Frame-level Streamable HTTP host: sends exactly what a test says, returns the raw reply."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.client = httpx.Client(timeout=30)
+        self.session_id: str | None = None
+        self.revision = LEGACY
+        self._id = 0
+
+    def next_id(self) -> int:
+        self._id += 1
+        return self._id
+
+    def post(self, body: Any, headers: dict[str, str] | None = None, raw: bytes | None = None) -> httpx.Response:
+        h = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+        h.update(headers or {})
+        return self.client.post(self.url, content=raw if raw is not None else json.dumps(body), headers=h)
+
+    # ---- modern ----
+    def modern(self, method: str, params: dict[str, Any] | None = None, *, headers: dict[str, str] | None = None, meta: dict[str, Any] | None = None) -> httpx.Response:
+        params = dict(params or {})
+        params["_meta"] = {**modern_meta(), **(meta or {}), **(params.get("_meta") or {})}
+        h = {"MCP-Protocol-Version": MODERN, "Mcp-Method": method}
+        name = params.get("name") if method in ("tools/call", "prompts/get") else params.get("uri") if method == "resources/read" else None
+        if isinstance(name, str):
+            h["Mcp-Name"] = name
+        if headers is not None:
+            h.update(headers)
+            h = {k: v for k, v in h.items() if v is not None}
+        return self.post({"jsonrpc": "2.0", "id": self.next_id(), "method": method, "params": params}, h)
+
+    # ---- legacy ----
+    def initialize(self, version: str = LEGACY, capabilities: dict[str, Any] | None = None) -> dict[str, Any]:
+        resp = self.post({"jsonrpc": "2.0", "id": self.next_id(), "method": "initialize", "params": {"protocolVersion": version, "capabilities": capabilities or {}, "clientInfo": {"name": "pytest-raw", "version": "0"}}})
+        assert resp.status_code == 200, resp.text
+        self.session_id = resp.headers["mcp-session-id"]
+        result = resp.json()["result"]
+        self.revision = result["protocolVersion"]
+        self.post({"jsonrpc": "2.0", "method": "notifications/initialized"}, self._legacy_headers())
+        return result
+
+    def _legacy_headers(self) -> dict[str, str]:
+        h = {"MCP-Protocol-Version": self.revision}
+        if self.session_id:
+            h["Mcp-Session-Id"] = self.session_id
+        return h
+
+    def legacy(self, method: str, params: dict[str, Any] | None = None, *, headers: dict[str, str] | None = None) -> httpx.Response:
+        h = self._legacy_headers()
+        h.update(headers or {})
+        return self.post({"jsonrpc": "2.0", "id": self.next_id(), "method": method, "params": params or {}}, h)
+
+    def close(self) -> None:
+        self.client.close()
+
+
+def sse_frames(resp: httpx.Response) -> list[dict[str, Any]]:
+    """Every JSON frame of an SSE body (or the one JSON body)."""
+    if "text/event-stream" not in resp.headers.get("content-type", ""):
+        return [resp.json()]
+    out = []
+    for block in resp.text.split("\n\n"):
+        data = [line[5:].lstrip() for line in block.splitlines() if line.startswith("data:")]
+        if data:
+            out.append(json.loads("\n".join(data)))
+    return out
+
+
+def reply_of(resp: httpx.Response) -> dict[str, Any]:
+    frames = [f for f in sse_frames(resp) if "id" in f and "method" not in f]
+    assert frames, f"no reply in {resp.text!r}"
+    return frames[-1]
+
+
+def iter_kill(procs: Iterator[subprocess.Popen[bytes]]) -> None:
+    for p in procs:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
