@@ -102,7 +102,8 @@ class Daemon:
             app = Starlette(
                 routes=[
                     Route("/mcp", self.endpoint),
-                    WebSocketRoute("/v1/stdio", ShimEndpoint(self.router, token)),
+                    # A bound method, so Starlette hands it a WebSocket (an instance would be taken as raw ASGI).
+                    WebSocketRoute("/v1/stdio", ShimEndpoint(self.router, token).__call__),
                     *v1.routes(token, self.status),
                 ]
             )

@@ -10,7 +10,21 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from harness import Daemon, FixtureHttp  # noqa: E402
+from harness import Daemon, FixtureHttp, RawHost  # noqa: E402
+
+
+@pytest.fixture
+def raw_host() -> Iterator[Callable[[str], RawHost]]:
+    """Frame-level HTTP hosts, closed after the test."""
+    hosts: list[RawHost] = []
+
+    def make(url: str) -> RawHost:
+        hosts.append(RawHost(url))
+        return hosts[-1]
+
+    yield make
+    for h in hosts:
+        h.close()
 
 
 @pytest.fixture

@@ -213,6 +213,12 @@ class RawHost:
     def close(self) -> None:
         self.client.close()
 
+    def __enter__(self) -> "RawHost":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
 
 def sse_frames(resp: httpx.Response) -> list[dict[str, Any]]:
     """Every JSON frame of an SSE body (or the one JSON body)."""

@@ -148,11 +148,11 @@ class HttpTransport:
                         return
                     if resp.status_code == 404 and self.era == "legacy" and self.session_id:
                         self.closed.set()  # session gone upstream: reconnect and re-initialize
-                    await self._feed(_error(rid, f"upstream {self.name} answered HTTP {resp.status_code}"), rid)
+                    await self._feed(_error(rid, f"upstream {self.name!r} answered HTTP {resp.status_code}"), rid)
         except (httpx.HTTPError, OSError) as exc:
             if isinstance(exc, (httpx.ConnectError, httpx.RemoteProtocolError, httpx.ReadError)):
                 self.closed.set()
-            await self._feed(_error(rid, f"upstream {self.name} unreachable: {exc}"), rid)
+            await self._feed(_error(rid, f"upstream {self.name!r} unreachable: {exc}"), rid)
         finally:
             self._streams.pop(rid, None)
 

@@ -24,6 +24,7 @@ BACKOFF_START_S = 0.25
 BACKOFF_CAP_S = 30.0
 STABLE_AFTER_S = 30.0  # an upstream that ran this long starts its backoff afresh
 READY_WAIT_S = 10.0
+RESTART_WAIT_S = 2.0
 
 
 @dataclass(frozen=True)
@@ -56,7 +57,7 @@ class UpstreamServer:
             try:
                 await self._run_once()
             except Exception as exc:  # one upstream's failure never takes the daemon down
-                self.last_error = str(exc) or type(exc).__name__
+                self.last_error = _describe(exc)
                 log.warning("upstream %s failed: %s", self.key, self.last_error)
             if self._stopping:
                 break
@@ -130,7 +131,9 @@ class UpstreamServer:
                 break
         return tools
 
-    async def ready_session(self, wait: float = READY_WAIT_S) -> UpstreamSession:
+    async def ready_session(self) -> UpstreamSession:
+        # A first start may take a while (npx, a cold interpreter); a restart gets a short grace.
+        wait = READY_WAIT_S if self.state == "starting" else RESTART_WAIT_S
         if self.session is None:
             with anyio.move_on_after(wait):
                 await self._ready.wait()
@@ -143,6 +146,13 @@ class UpstreamServer:
         self._stopping = True
         if self._transport is not None:
             await self._transport.close()
+
+
+def _describe(exc: BaseException) -> str:
+    """The first real error inside task-group wrappers, as one line."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    return str(exc) or type(exc).__name__
 
 
 class UpstreamPool:

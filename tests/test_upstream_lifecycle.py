@@ -1,0 +1,120 @@
+"""Upstreams that crash, restart and stop: calls fail at once naming the upstream; the pool recovers."""
+
+from __future__ import annotations
+
+import socket
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from harness import FixtureHttp, RawHost, read_jsonl, reply_of, stdio_server, wait_until
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def test_stdio_upstream_crash_fails_inflight_call_at_once_and_restarts(start_daemon: Any, tmp_path: Path, raw_host: Any) -> None:
+    d = start_daemon({"mcpServers": {"fx": stdio_server(tmp_path)}})
+    host = raw_host(d.url)
+    box: dict[str, Any] = {}
+
+    def slow() -> None:
+        started = time.monotonic()
+        with RawHost(d.url) as h:
+            box["frame"] = reply_of(h.modern("tools/call", {"name": "fx__slow", "arguments": {"seconds": 30, "steps": 1}}))
+        box["elapsed"] = time.monotonic() - started
+
+    t = threading.Thread(target=slow)
+    t.start()
+    wait_until(lambda: any(e.get("msg", {}).get("params", {}).get("name") == "slow" for e in read_jsonl(tmp_path / "fixture.log.jsonl")), what="slow call upstream")
+    crash = reply_of(host.modern("tools/call", {"name": "fx__crash", "arguments": {}}))
+    t.join(15)
+    assert crash["error"]["code"] == -32000 and "'fx'" in crash["error"]["message"]
+    assert box["frame"]["error"]["code"] == -32000 and "'fx'" in box["frame"]["error"]["message"]
+    assert box["elapsed"] < 10, "the in-flight call must fail when the upstream dies, not at its timeout"
+    d.wait_upstreams("ready")
+    [up] = d.status()["upstreams"]
+    assert up["restarts"] >= 1
+    res = reply_of(host.modern("tools/call", {"name": "fx__echo", "arguments": {"text": "back"}}))
+    assert res["result"]["content"][0]["text"] == "back"
+
+
+def test_http_upstream_that_dies_is_reported_then_reconnected(start_daemon: Any, tmp_path: Path, raw_host: Any) -> None:
+    port = _free_port()
+    first = FixtureHttp(tmp_path, "--port", str(port), name="one")
+    try:
+        d = start_daemon({"mcpServers": {"web": {"url": f"http://127.0.0.1:{port}/mcp"}}})
+        host = raw_host(d.url)
+        host.initialize()
+        frame = reply_of(host.legacy("tools/call", {"name": "web__crash", "arguments": {}}))
+        assert frame["error"]["code"] == -32000 and "'web'" in frame["error"]["message"]
+        first.proc.wait(10)
+        down = reply_of(host.legacy("tools/call", {"name": "web__echo", "arguments": {"text": "x"}}))
+        assert down["error"]["code"] == -32000 and "'web'" in down["error"]["message"]
+        second = FixtureHttp(tmp_path, "--port", str(port), name="two")
+        try:
+            d.wait_upstreams("ready")
+            res = reply_of(host.legacy("tools/call", {"name": "web__echo", "arguments": {"text": "again"}}))
+            assert res["result"]["content"][0]["text"] == "again"
+        finally:
+            second.stop()
+    finally:
+        first.stop()
+
+
+def test_upstream_that_cannot_start_is_reported_not_fatal(start_daemon: Any, tmp_path: Path, raw_host: Any) -> None:
+    d = start_daemon({"mcpServers": {"good": stdio_server(tmp_path), "bad": {"command": str(tmp_path / "no-such-binary")}}}, wait_upstreams=False)
+    wait_until(lambda: {u["name"]: u for u in d.status()["upstreams"]}["good"]["state"] == "ready", what="good upstream")
+    bad = {u["name"]: u for u in d.status()["upstreams"]}["bad"]
+    wait_until(lambda: {u["name"]: u for u in d.status()["upstreams"]}["bad"]["lastError"], what="bad upstream error")
+    bad = {u["name"]: u for u in d.status()["upstreams"]}["bad"]
+    assert bad["state"] != "ready" and "no-such-binary" in bad["lastError"]
+    host = raw_host(d.url)
+    names = [t["name"] for t in host.modern("tools/list").json()["result"]["tools"]]
+    assert "good__echo" in names
+    frame = host.modern("tools/call", {"name": "bad__anything", "arguments": {}}).json()
+    assert frame["error"]["code"] == -32000 and "'bad'" in frame["error"]["message"]
+
+
+def test_legacy_upstream_counter_offer_is_accepted(start_daemon: Any, tmp_path: Path, raw_host: Any) -> None:
+    d = start_daemon({"mcpServers": {"old": stdio_server(tmp_path, "--era", "legacy", "--legacy-version", "2025-06-18")}})
+    [up] = d.status()["upstreams"]
+    assert (up["era"], up["revision"]) == ("legacy", "2025-06-18")
+    res = raw_host(d.url).modern("tools/call", {"name": "old__echo", "arguments": {"text": "hi"}}).json()["result"]
+    assert res["content"][0]["text"] == "hi" and res["resultType"] == "complete"
+
+
+def test_modern_only_upstream_is_spoken_to_in_2026(start_daemon: Any, tmp_path: Path, raw_host: Any) -> None:
+    d = start_daemon({"mcpServers": {"new": stdio_server(tmp_path, "--era", "modern")}})
+    [up] = d.status()["upstreams"]
+    assert (up["era"], up["revision"]) == ("modern", "2026-07-28")
+    host = raw_host(d.url)
+    host.initialize()
+    res = reply_of(host.legacy("tools/call", {"name": "new__whoami", "arguments": {}}))["result"]
+    meta = res["structuredContent"]
+    assert meta["io.modelcontextprotocol/protocolVersion"] == "2026-07-28"
+    assert meta["io.modelcontextprotocol/clientCapabilities"] == {}
+    assert "resultType" not in res  # a legacy host gets no 2026 discriminator
+
+
+def test_call_timeout_abandons_the_call_and_cancels_it_upstream(start_daemon: Any, tmp_path: Path, raw_host: Any) -> None:
+    d = start_daemon({"mcpServers": {"fx": stdio_server(tmp_path, callTimeout=0.5)}})
+    frame = raw_host(d.url).modern("tools/call", {"name": "fx__slow", "arguments": {"seconds": 20, "steps": 1}}).json()
+    assert frame["error"]["code"] == -32000 and "within 0.5 s" in frame["error"]["message"]
+    wait_until(lambda: [e for e in read_jsonl(tmp_path / "fixture.log.jsonl") if e.get("event") == "cancelled"], what="upstream saw the cancel")
+
+
+def test_stubborn_upstream_is_killed_at_shutdown(start_daemon: Any, tmp_path: Path, raw_host: Any) -> None:
+    marker = tmp_path / "stubborn.pid"
+    script = f"import os,signal,time; signal.signal(signal.SIGTERM, signal.SIG_IGN); open({str(marker)!r},'w').write(str(os.getpid())); time.sleep(600)"
+    d = start_daemon({"mcpServers": {"stub": {"command": sys.executable, "args": ["-c", script]}}}, wait_upstreams=False)
+    pid = int(wait_until(lambda: marker.exists() and marker.read_text(), what="stubborn child"))
+    started = time.monotonic()
+    assert d.stop() == 0
+    assert time.monotonic() - started < 15
+    assert not Path(f"/proc/{pid}").exists() or "zombie" in Path(f"/proc/{pid}/status").read_text().lower()
