@@ -51,6 +51,8 @@ def cmd_daemon(args: argparse.Namespace) -> int:
 
 
 def _has_uvloop() -> bool:
+    if os.environ.get("MCPX_LOOP") == "asyncio":
+        return False
     try:
         import uvloop  # noqa: F401
     except ImportError:
@@ -100,15 +102,26 @@ def ensure_daemon(args: argparse.Namespace, folder: Path) -> dict[str, Any]:
     cmd = [sys.executable, "-m", "mcpx", "daemon", "--state-dir", str(folder)]
     if args.config:
         cmd += ["--config", args.config]
-    with open(folder / "daemon.log", "ab") as log_fh:
-        subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log_fh, stderr=log_fh, start_new_session=True, env=os.environ.copy())
+    log_path = folder / "daemon.log"
+    with open(log_path, "ab") as log_fh:
+        offset = log_fh.tell()
+        proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log_fh, stderr=log_fh, start_new_session=True, env=os.environ.copy())
     deadline = time.monotonic() + 20
     while time.monotonic() < deadline:
         info = running_daemon(folder)
         if info is not None:
             return info
+        if proc.poll() is not None:
+            # It exited without serving (bad config, port taken): say why now, not after the deadline,
+            # so the host's log shows the reason. Losing a start race to another shim's daemon is
+            # fine: that one is about to write its info file, so keep waiting for it.
+            with open(log_path, "rb") as fh:
+                fh.seek(offset)
+                why = fh.read().decode(errors="replace").strip()
+            if "already running" not in why:
+                raise SystemExit(f"mcpx serve: the daemon exited with code {proc.returncode} before serving: {why or '(no output)'}\n(log: {log_path})")
         time.sleep(0.05)
-    raise SystemExit(f"mcpx serve: the daemon did not start; see {folder / 'daemon.log'}")
+    raise SystemExit(f"mcpx serve: the daemon did not start; see {log_path}")
 
 
 def cmd_serve(args: argparse.Namespace) -> int:

@@ -93,7 +93,8 @@ class Daemon:
         lock = state.acquire_lock(self.state_dir)
         try:
             token = state.api_token(self.state_dir)
-            sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            # proto=IPPROTO_TCP: asyncio sets TCP_NODELAY on accepted sockets only when proto says TCP.
+            sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             sock.bind(("127.0.0.1", self.port))
             sock.listen(512)

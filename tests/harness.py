@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -162,7 +163,9 @@ class RawHost:
 
     def __init__(self, url: str) -> None:
         self.url = url
-        self.client = httpx.Client(timeout=30)
+        # TCP_NODELAY: without it headers and body leave in two writes and Nagle + delayed ACK add 40 ms.
+        nodelay = [(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)]
+        self.client = httpx.Client(timeout=30, transport=httpx.HTTPTransport(socket_options=nodelay))
         self.session_id: str | None = None
         self.revision = LEGACY
         self._id = 0

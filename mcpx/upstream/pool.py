@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import socket
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -159,7 +160,9 @@ class UpstreamPool:
     def __init__(self, config: Config, log_dir: Path) -> None:
         self.config = config
         # One pooled client for every HTTP upstream; read=None because SSE replies may be long.
-        self.client = httpx.AsyncClient(timeout=httpx.Timeout(30, read=None), limits=httpx.Limits(max_connections=200, max_keepalive_connections=50))
+        # TCP_NODELAY: httpx writes headers and body separately; Nagle + delayed ACK would add 40 ms a call.
+        transport = httpx.AsyncHTTPTransport(socket_options=[(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)], limits=httpx.Limits(max_connections=200, max_keepalive_connections=50))
+        self.client = httpx.AsyncClient(timeout=httpx.Timeout(30, read=None), transport=transport)
         self.servers = {key: UpstreamServer(key, cfg, config.namespace_of(key), log_dir, self.client) for key, cfg in config.mcpServers.items()}
 
     async def run(self, tg: anyio.abc.TaskGroup) -> None:
