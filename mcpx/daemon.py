@@ -26,6 +26,7 @@ from .host.dispatch import Dispatcher
 from .host.http import McpEndpoint
 from .host.router import HostRouter
 from .host.shim_endpoint import ShimEndpoint
+from .host.subscriptions import Hub
 from .upstream.pool import UpstreamPool
 
 log = logging.getLogger("mcpx.daemon")
@@ -48,7 +49,11 @@ class Daemon:
         self.port = config.daemon.port if port is None else port
         self.started = time.time()
         self.pool = UpstreamPool(config, state_dir / "logs")
-        self.dispatcher = Dispatcher(config, self.pool)
+        self.hub = Hub()
+        self.dispatcher = Dispatcher(config, self.pool, self.hub)
+        for server in self.pool.servers.values():
+            server.on_change = self._on_change
+            server.on_resource_updated = self._on_resource_updated
         self.router = HostRouter(self.dispatcher)
         tokens = {t.token: t.principal for t in (config.auth.tokens if config.auth else [])}
         self.endpoint = McpEndpoint(
@@ -59,6 +64,12 @@ class Daemon:
         )
         self.phase = "starting"
         self._server: _Server | None = None
+
+    async def _on_change(self, server: Any, kinds: tuple[str, ...]) -> None:
+        await self.hub.list_changed(kinds)
+
+    async def _on_resource_updated(self, server: Any, uri: str) -> None:
+        await self.hub.resource_updated(server.naming.uri_out(uri))
 
     def stop(self) -> None:
         """Begin the graceful shutdown, as SIGTERM would."""
@@ -114,6 +125,9 @@ class Daemon:
                 self.router.tg = tg
                 await self.pool.run(tg)
                 tg.start_soon(self._signals, server)
+                # Serve once every upstream had its (bounded) chance to start, so the capabilities
+                # a host is given at initialize/discover already include what the upstreams offer.
+                await self.pool.wait_started()
                 state.write_info(
                     self.state_dir,
                     {"pid": os.getpid(), "port": port, "url": f"http://127.0.0.1:{port}/mcp", "version": __version__, "config": str(self.config_path) if self.config_path else None, "started": self.started},

@@ -34,8 +34,8 @@ def test_stdio_upstream_crash_fails_inflight_call_at_once_and_restarts(start_dae
     wait_until(lambda: any(e.get("msg", {}).get("params", {}).get("name") == "slow" for e in read_jsonl(tmp_path / "fixture.log.jsonl")), what="slow call upstream")
     crash = reply_of(host.modern("tools/call", {"name": "fx__crash", "arguments": {}}))
     t.join(15)
-    assert crash["error"]["code"] == -32000 and "'fx'" in crash["error"]["message"]
-    assert box["frame"]["error"]["code"] == -32000 and "'fx'" in box["frame"]["error"]["message"]
+    assert crash["error"]["code"] == -32603 and "'fx'" in crash["error"]["message"]
+    assert box["frame"]["error"]["code"] == -32603 and "'fx'" in box["frame"]["error"]["message"]
     assert box["elapsed"] < 10, "the in-flight call must fail when the upstream dies, not at its timeout"
     d.wait_upstreams("ready")
     [up] = d.status()["upstreams"]
@@ -52,10 +52,10 @@ def test_http_upstream_that_dies_is_reported_then_reconnected(start_daemon: Any,
         host = raw_host(d.url)
         host.initialize()
         frame = reply_of(host.legacy("tools/call", {"name": "web__crash", "arguments": {}}))
-        assert frame["error"]["code"] == -32000 and "'web'" in frame["error"]["message"]
+        assert frame["error"]["code"] == -32603 and "'web'" in frame["error"]["message"]
         first.proc.wait(10)
         down = reply_of(host.legacy("tools/call", {"name": "web__echo", "arguments": {"text": "x"}}))
-        assert down["error"]["code"] == -32000 and "'web'" in down["error"]["message"]
+        assert down["error"]["code"] == -32603 and "'web'" in down["error"]["message"]
         second = FixtureHttp(tmp_path, "--port", str(port), name="two")
         try:
             d.wait_upstreams("ready")
@@ -78,7 +78,7 @@ def test_upstream_that_cannot_start_is_reported_not_fatal(start_daemon: Any, tmp
     names = [t["name"] for t in host.modern("tools/list").json()["result"]["tools"]]
     assert "good__echo" in names
     frame = host.modern("tools/call", {"name": "bad__anything", "arguments": {}}).json()
-    assert frame["error"]["code"] == -32000 and "'bad'" in frame["error"]["message"]
+    assert frame["error"]["code"] == -32603 and "'bad'" in frame["error"]["message"]
 
 
 def test_legacy_upstream_counter_offer_is_accepted(start_daemon: Any, tmp_path: Path, raw_host: Any) -> None:
@@ -105,7 +105,7 @@ def test_modern_only_upstream_is_spoken_to_in_2026(start_daemon: Any, tmp_path: 
 def test_call_timeout_abandons_the_call_and_cancels_it_upstream(start_daemon: Any, tmp_path: Path, raw_host: Any) -> None:
     d = start_daemon({"mcpServers": {"fx": stdio_server(tmp_path, callTimeout=0.5)}})
     frame = raw_host(d.url).modern("tools/call", {"name": "fx__slow", "arguments": {"seconds": 20, "steps": 1}}).json()
-    assert frame["error"]["code"] == -32000 and "within 0.5 s" in frame["error"]["message"]
+    assert frame["error"]["code"] == -32603 and "within 0.5 s" in frame["error"]["message"]
     wait_until(lambda: [e for e in read_jsonl(tmp_path / "fixture.log.jsonl") if e.get("event") == "cancelled"], what="upstream saw the cancel")
 
 

@@ -30,6 +30,7 @@ class HostConnection:
     # Session-level outbound channel (stdio: the shim's websocket; legacy HTTP: the GET stream).
     send: Send | None = None
     in_flight: dict[Any, anyio.CancelScope] = field(default_factory=dict)
+    resource_subscriptions: set[str] = field(default_factory=set)  # legacy resources/subscribe
 
     def describe(self) -> dict[str, Any]:
         return {

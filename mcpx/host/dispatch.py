@@ -19,33 +19,53 @@ from ..protocol.errors import (
     UpstreamUnavailable,
     upstream_error_for,
 )
-from ..protocol.revisions import MODERN
-from ..upstream.pool import UpstreamPool
+from ..protocol.revisions import META_SUBSCRIPTION, MODERN
+from ..upstream.catalogue import KINDS
+from ..upstream.pool import UpstreamPool, UpstreamServer
 from .connection import RequestContext
+from .subscriptions import LIST_FILTERS, Hub, Listener
 
 log = logging.getLogger("mcpx.host")
 
 SERVER_INFO = {"name": "mcpx", "version": __version__}
-INSTRUCTIONS = "mcpx gateway: tools from several MCP servers, namespaced as <server>__<tool>."
+INSTRUCTIONS = "mcpx gateway: tools, prompts and resources from several MCP servers; namespaced ones appear as <server>__<name>."
+# Request-scoped notifications a call relays to its host; anything else an upstream sends on a
+# request's stream is not the host's business.
+_RELAYED = frozenset({"notifications/progress", "notifications/message"})
 
 
 class Dispatcher:
-    def __init__(self, config: Config, pool: UpstreamPool) -> None:
+    def __init__(self, config: Config, pool: UpstreamPool, hub: Hub) -> None:
         self.config = config
         self.pool = pool
+        self.hub = hub
 
     # ---- capabilities: declare only what this revision really gets -----------------------
-    def legacy_capabilities(self) -> dict[str, Any]:
-        return {"tools": {"listChanged": False}, "logging": {}}
+    def _upstream_caps(self) -> dict[str, Any]:
+        merged: dict[str, Any] = {}
+        for server in self.pool.servers.values():
+            for key, value in server.capabilities.items():  # last known, so a restart changes nothing
+                if isinstance(value, dict):
+                    merged.setdefault(key, {}).update(value)
+        return merged
 
-    def modern_capabilities(self) -> dict[str, Any]:
-        return {"tools": {}, "logging": {}}
+    def capabilities(self) -> dict[str, Any]:
+        """The same set for both eras: legacy gets changes on its session, modern via listen."""
+        up = self._upstream_caps()
+        caps: dict[str, Any] = {"tools": {"listChanged": True}, "logging": {}}
+        if "prompts" in up:
+            caps["prompts"] = {"listChanged": True}
+        if "resources" in up:
+            caps["resources"] = {"listChanged": True, "subscribe": bool(up["resources"].get("subscribe"))}
+        if "completions" in up:
+            caps["completions"] = {}
+        return caps
 
     # ---- entry point ---------------------------------------------------------------------
     async def reply(self, ctx: RequestContext, msg: jsonrpc.Message) -> dict[str, Any]:
         """The response frame for one request; never raises for anything a peer sent."""
         try:
-            res = await self.handle(ctx, msg.method, msg.params)
+            res = await self.handle(ctx, msg.method, msg.params, msg.id)
             if ctx.era == "modern":
                 res = modern.decorate(res, SERVER_INFO)
             return jsonrpc.result(msg.id, res)
@@ -61,7 +81,7 @@ class Dispatcher:
             log.exception("internal error handling %s", msg.method)
             return jsonrpc.error_from(msg.id, InternalError(f"Internal error handling {msg.method}"))
 
-    async def handle(self, ctx: RequestContext, method: str, params: dict[str, Any]) -> dict[str, Any]:
+    async def handle(self, ctx: RequestContext, method: str, params: dict[str, Any], rid: Any = None) -> dict[str, Any]:
         if ctx.era == "modern":
             if method in modern.REMOVED_METHODS:
                 raise MethodNotFound(f"Method not found: {method} (removed in {MODERN})", http_status=404)
@@ -72,14 +92,17 @@ class Dispatcher:
             handler = _LEGACY.get(method)
             if handler is None:
                 raise MethodNotFound(f"Method not found: {method}")
+        if method == "subscriptions/listen":
+            return await self._listen(ctx, params, rid)
         return await handler(self, ctx, params)
 
-    # ---- methods -------------------------------------------------------------------------
+    # ---- plain methods -------------------------------------------------------------------
     async def _ping(self, ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
         return {}
 
     async def _discover(self, ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
-        return modern.discover_result(self.modern_capabilities(), SERVER_INFO, INSTRUCTIONS)
+        await self.pool.wait_started()
+        return modern.discover_result(self.capabilities(), SERVER_INFO, INSTRUCTIONS)
 
     async def _set_level(self, ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
         level = params.get("level")
@@ -88,39 +111,137 @@ class Dispatcher:
         ctx.conn.log_level = level
         return {}
 
-    async def _tools_list(self, ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
+    # ---- lists ---------------------------------------------------------------------------
+    async def _list(self, ctx: RequestContext, params: dict[str, Any], kind: str) -> dict[str, Any]:
         await self.pool.wait_started()
-        tools = [shaping.tool_for(r.tool, ctx.revision) for r in self.pool.catalogue()]
-        chunk, nxt = pagination.page("tools", tools, params.get("cursor"))
-        res: dict[str, Any] = {"tools": chunk}
+        items = [shaping.item_for(r.item, ctx.revision) for r in self.pool.listing(kind)]
+        chunk, nxt = pagination.page(kind, items, params.get("cursor"))
+        res: dict[str, Any] = {KINDS[kind][1]: chunk}
         if nxt:
             res["nextCursor"] = nxt
         if ctx.era == "modern":
-            # Tools change with upstream list_changed; 0 = always revalidate.
+            # Lists change with upstream list_changed (relayed on listen streams): 0 = revalidate.
             res = modern.cacheable(res, 0)
         return res
+
+    async def _tools_list(self, ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
+        return await self._list(ctx, params, "tools")
+
+    async def _prompts_list(self, ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
+        return await self._list(ctx, params, "prompts")
+
+    async def _resources_list(self, ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
+        return await self._list(ctx, params, "resources")
+
+    async def _templates_list(self, ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
+        return await self._list(ctx, params, "resourceTemplates")
+
+    # ---- forwarded requests --------------------------------------------------------------
+    async def _forward(self, ctx: RequestContext, server: UpstreamServer, method: str, params: dict[str, Any], timeout: float | None = None) -> dict[str, Any]:
+        session = await server.ready_session()
+        up = {k: v for k, v in params.items() if k not in ("task", "inputResponses", "requestState")}
+        # Questions from upstreams are not relayed yet, so declare no client capability upstream.
+        up = session.shape_params(up, client_caps={}, log_level=ctx.log_level if ctx.era == "modern" else None)
+        try:
+            return await session.request(method, up, on_notify=self._relay(ctx), timeout=timeout)
+        except TimeoutError:
+            raise UpstreamUnavailable(f"upstream {server.key!r} did not answer {method} within {timeout} s") from None
 
     async def _tools_call(self, ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
         route = self.pool.resolve(params.get("name"))
         if "arguments" in params and not isinstance(params["arguments"], dict):
             raise InvalidParams("tools/call: params.arguments must be an object")
         server = self.pool.servers[route.server]
-        session = await server.ready_session()
-        up = {k: v for k, v in params.items() if k not in ("task", "inputResponses", "requestState")}
-        up["name"] = route.name
-        # Questions from upstreams are not relayed yet, so declare no client capability upstream.
-        up = session.shape_params(up, client_caps={}, log_level=ctx.log_level if ctx.era == "modern" else None)
         override = server.cfg.mcpx.tools.get(route.name)
         timeout = (override.callTimeout if override and override.callTimeout else None) or server.cfg.mcpx.callTimeout
-        try:
-            res = await session.request("tools/call", up, on_notify=self._relay(ctx), timeout=timeout)
-        except TimeoutError:
-            raise UpstreamUnavailable(f"upstream {server.key!r} did not answer tools/call {route.name!r} within {timeout} s") from None
+        res = await self._forward(ctx, server, "tools/call", {**params, "name": route.name}, timeout)
         return shaping.call_result_for(res, ctx.revision)
+
+    async def _prompts_get(self, ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
+        route = self.pool.resolve(params.get("name"), "prompts")
+        if "arguments" in params and not isinstance(params["arguments"], dict):
+            raise InvalidParams("prompts/get: params.arguments must be an object")
+        server = self.pool.servers[route.server]
+        res = await self._forward(ctx, server, "prompts/get", {**params, "name": route.name}, server.cfg.mcpx.callTimeout)
+        return shaping.result_for(res, ctx.revision)
+
+    async def _resources_read(self, ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
+        server, uri = self.pool.resolve_uri(params.get("uri"))
+        res = await self._forward(ctx, server, "resources/read", {**params, "uri": uri}, server.cfg.mcpx.callTimeout)
+        if isinstance(res.get("contents"), list):
+            res = {**res, "contents": [_rename_uri(c, server) for c in res["contents"]]}
+        res = shaping.result_for(res, ctx.revision)
+        if ctx.era == "modern":
+            res.setdefault("ttlMs", 0)
+            res.setdefault("cacheScope", "private")
+        else:
+            res.pop("ttlMs", None)
+            res.pop("cacheScope", None)
+        return res
+
+    async def _complete(self, ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
+        ref = params.get("ref")
+        if not isinstance(ref, dict):
+            raise InvalidParams("completion/complete: params.ref must be an object")
+        if ref.get("type") == "ref/prompt":
+            route = self.pool.resolve(ref.get("name"), "prompts")
+            server, ref = self.pool.servers[route.server], {**ref, "name": route.name}
+        elif ref.get("type") == "ref/resource":
+            server, uri = self.pool.resolve_uri(ref.get("uri"))
+            ref = {**ref, "uri": uri}
+        else:
+            raise InvalidParams("completion/complete: ref.type must be ref/prompt or ref/resource")
+        if "completions" not in server.capabilities:
+            raise MethodNotFound(f"Upstream {server.key!r} offers no completions", http_status=404 if ctx.era == "modern" else None)
+        return shaping.result_for(await self._forward(ctx, server, "completion/complete", {**params, "ref": ref}), ctx.revision)
+
+    async def _subscribe(self, ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
+        exposed = params.get("uri")
+        server, uri = self.pool.resolve_uri(exposed)
+        await self._forward(ctx, server, "resources/subscribe", {"uri": uri})
+        ctx.conn.resource_subscriptions.add(str(exposed))
+        return {}
+
+    async def _unsubscribe(self, ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
+        exposed = params.get("uri")
+        server, uri = self.pool.resolve_uri(exposed)
+        ctx.conn.resource_subscriptions.discard(str(exposed))
+        # Other sessions may still want updates for this URI; keep the upstream subscription then.
+        if not any(str(exposed) in c.resource_subscriptions for c in self.hub.legacy.values()):
+            await self._forward(ctx, server, "resources/unsubscribe", {"uri": uri})
+        return {}
+
+    # ---- 2026 subscriptions/listen -------------------------------------------------------
+    async def _listen(self, ctx: RequestContext, params: dict[str, Any], rid: Any) -> dict[str, Any]:
+        wanted = params.get("notifications")
+        if not isinstance(wanted, dict):
+            raise InvalidParams("subscriptions/listen: params.notifications must be an object")
+        if ctx.notify is None:
+            raise InvalidParams("subscriptions/listen needs a stream: send Accept: text/event-stream")
+        caps = self.capabilities()
+        agreed: dict[str, Any] = {}
+        methods: set[str] = set()
+        for key, method in LIST_FILTERS.items():
+            kind = {"toolsListChanged": "tools", "promptsListChanged": "prompts", "resourcesListChanged": "resources"}[key]
+            if wanted.get(key) is True and kind in caps:
+                agreed[key] = True
+                methods.add(method)
+        resources: set[str] = set()
+        if isinstance(wanted.get("resourceSubscriptions"), list) and caps.get("resources", {}).get("subscribe"):
+            resources = {u for u in wanted["resourceSubscriptions"] if isinstance(u, str)}
+            agreed["resourceSubscriptions"] = sorted(resources)
+        listener = Listener(rid, ctx.notify, methods, resources)
+        await ctx.notify(jsonrpc.notification("notifications/subscriptions/acknowledged", {"_meta": {META_SUBSCRIPTION: rid}, "notifications": agreed}))
+        key = self.hub.add(listener)
+        try:
+            await anyio.sleep_forever()
+        finally:
+            self.hub.remove(key)
+        return {"_meta": {META_SUBSCRIPTION: rid}}  # pragma: no cover - ended by cancellation
 
     def _relay(self, ctx: RequestContext) -> Any:
         async def relay(msg: dict[str, Any]) -> None:
-            if ctx.notify is None:
+            if ctx.notify is None or msg.get("method") not in _RELAYED:
                 return
             if msg.get("method") == "notifications/message":
                 level = (msg.get("params") or {}).get("level")
@@ -135,6 +256,27 @@ class Dispatcher:
         return relay
 
 
-_COMMON = {"tools/list": Dispatcher._tools_list, "tools/call": Dispatcher._tools_call}
-_LEGACY = {**_COMMON, "ping": Dispatcher._ping, "logging/setLevel": Dispatcher._set_level}
-_MODERN = {**_COMMON, "server/discover": Dispatcher._discover}
+def _rename_uri(content: Any, server: UpstreamServer) -> Any:
+    if isinstance(content, dict) and isinstance(content.get("uri"), str):
+        return {**content, "uri": server.naming.uri_out(content["uri"])}
+    return content
+
+
+_COMMON = {
+    "tools/list": Dispatcher._tools_list,
+    "tools/call": Dispatcher._tools_call,
+    "prompts/list": Dispatcher._prompts_list,
+    "prompts/get": Dispatcher._prompts_get,
+    "resources/list": Dispatcher._resources_list,
+    "resources/templates/list": Dispatcher._templates_list,
+    "resources/read": Dispatcher._resources_read,
+    "completion/complete": Dispatcher._complete,
+}
+_LEGACY = {
+    **_COMMON,
+    "ping": Dispatcher._ping,
+    "logging/setLevel": Dispatcher._set_level,
+    "resources/subscribe": Dispatcher._subscribe,
+    "resources/unsubscribe": Dispatcher._unsubscribe,
+}
+_MODERN = {**_COMMON, "server/discover": Dispatcher._discover, "subscriptions/listen": Dispatcher._ping}

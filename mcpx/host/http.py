@@ -52,19 +52,26 @@ class McpEndpoint:
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] != "http":
             return
-        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
+        headers: dict[str, str] = {}
+        for k, v in scope["headers"]:
+            name, value = k.decode("latin-1").lower(), v.decode("latin-1")
+            # Repeated field lines combine with ", " (RFC 9110 5.3). Keeping only the last would let
+            # `Mcp-Method: tools/call` + `Mcp-Method: tools/list` pass the header/body check while an
+            # intermediary routes on the first; combined, the value no longer matches the body.
+            headers[name] = f"{headers[name]}, {value}" if name in headers else value
         client = scope.get("client")
         peer = f"{client[0]}:{client[1]}" if client else None
         origin = headers.get("origin")
         if origin is not None and not self._origin_ok(origin):
-            return await _json(send, 403, jsonrpc.error(None, {"code": -32600, "message": f"Forbidden: origin {origin!r} is not allowed"}))
+            return await _json(send, 403, emit(_rev_hint(headers), None, jsonrpc.error(None, {"code": -32600, "message": f"Forbidden: origin {origin!r} is not allowed"})))
         principal = None
         if self.tokens:
             auth = headers.get("authorization", "")
             token = auth[7:] if auth.lower().startswith("bearer ") else ""
             principal = self.tokens.get(token)
             if principal is None:
-                return await _json(send, 401, jsonrpc.error(None, {"code": -32600, "message": "Unauthorized: a valid bearer token is required"}), [(b"www-authenticate", b"Bearer")])
+                err = jsonrpc.error(None, {"code": -32600, "message": "Unauthorized: a valid bearer token is required"})
+                return await _json(send, 401, emit(_rev_hint(headers), None, err), [(b"www-authenticate", b"Bearer")])
         method = scope["method"]
         if method == "POST":
             await self._post(headers, peer, principal, receive, send)
@@ -80,7 +87,12 @@ class McpEndpoint:
             return True
         try:
             parts = urlsplit(origin)
+            parts.port  # noqa: B018 - raises ValueError unless the port is a number in range
         except ValueError:
+            return False
+        # Exactly one serialized origin (scheme://host[:port]): an origin list such as
+        # "http://localhost:1 http://evil.example" (RFC 6454 7.1) or a path/userinfo is not loopback.
+        if parts.path or parts.query or parts.fragment or "@" in parts.netloc or "?" in origin or "#" in origin:
             return False
         return parts.scheme in ("http", "https") and (parts.hostname or "") in _LOOPBACK_HOSTS
 
@@ -88,7 +100,7 @@ class McpEndpoint:
     async def _post(self, headers: dict[str, str], peer: str | None, principal: str | None, receive: Any, send: Any) -> None:
         body = await _read_body(receive, self.max_body, headers)
         if body is None:
-            return await _json(send, 413, emit(LEGACY_LATEST, None, jsonrpc.error(None, {"code": -32600, "message": f"Request body exceeds {self.max_body} bytes"})))
+            return await _json(send, 413, emit(_rev_hint(headers), None, jsonrpc.error(None, {"code": -32600, "message": f"Request body exceeds {self.max_body} bytes"})))
         try:
             msg = jsonrpc.parse(body)
         except McpError as exc:

@@ -37,10 +37,13 @@ class HostRouter:
     # ---- connections ---------------------------------------------------------------------
     def open(self, conn: HostConnection) -> HostConnection:
         self.connections[conn.id] = conn
+        if conn.era == "legacy":
+            self.dispatcher.hub.legacy[conn.id] = conn
         return conn
 
     def close(self, conn: HostConnection) -> None:
         self.connections.pop(conn.id, None)
+        self.dispatcher.hub.legacy.pop(conn.id, None)
         # A legacy host's disconnect is not a cancellation; its calls finish and are dropped.
 
     # ---- contexts ------------------------------------------------------------------------
@@ -61,13 +64,15 @@ class HostRouter:
 
     def initialize(self, conn: HostConnection, msg: jsonrpc.Message) -> dict[str, Any]:
         try:
-            revision, res = legacy.initialize_result(msg.params, self.dispatcher.legacy_capabilities(), SERVER_INFO, INSTRUCTIONS)
+            revision, res = legacy.initialize_result(msg.params, self.dispatcher.capabilities(), SERVER_INFO, INSTRUCTIONS)
         except McpError as exc:
             return emit(None, "initialize", jsonrpc.error_from(msg.id, exc))
         conn.era = "legacy"
         conn.revision = revision
         conn.client_caps = msg.params.get("capabilities") or {}
         conn.client_info = msg.params.get("clientInfo") or {}
+        if conn.id in self.connections:  # a stdio connection is open before it initializes
+            self.dispatcher.hub.legacy[conn.id] = conn
         return emit(revision, "initialize", jsonrpc.result(msg.id, res))
 
     # ---- calls ---------------------------------------------------------------------------

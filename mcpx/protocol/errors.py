@@ -8,6 +8,7 @@ Exception tree (every one carries its JSON-RPC code and the HTTP status a host g
     ├── MethodNotFound             -32601  (404 for modern HTTP, 200 for legacy)
     ├── InvalidParams              -32602  (400 when a required _meta key is missing)
     ├── InternalError              -32603  200
+    │   └── UpstreamUnavailable    -32603  200   (the message names the upstream)
     ├── HeaderMismatch             -32020  400   (2026-07-28 only)
     ├── MissingClientCapability    -32021  400   (2026-07-28 only)
     └── UnsupportedProtocolVersion -32022  400   (2026-07-28 only)
@@ -27,8 +28,9 @@ INTERNAL_ERROR = -32603
 HEADER_MISMATCH = -32020
 MISSING_CLIENT_CAPABILITY = -32021
 UNSUPPORTED_PROTOCOL_VERSION = -32022
-# Implementation-defined range (-32000..-32019): an upstream that is down or died mid-call.
-UPSTREAM_UNAVAILABLE = -32000
+# An upstream that is down or died mid-call is, to the host, an internal error of the gateway:
+# -32000..-32019 is closed to new implementations and MCP reserves -32020..-32099 (index.mdx:116-120).
+UPSTREAM_UNAVAILABLE = INTERNAL_ERROR
 
 
 class McpError(Exception):
@@ -102,10 +104,23 @@ class UpstreamError(Exception):
 _MODERN_RESERVED_OK = {HEADER_MISMATCH, MISSING_CLIENT_CAPABILITY, UNSUPPORTED_PROTOCOL_VERSION}
 
 
+def _has_required_data(code: int, data: Any) -> bool:
+    """-32021 and -32022 are only legal with the `data` their schema requires (schema/2026-07-28/schema.json
+    MissingRequiredClientCapabilityError, UnsupportedProtocolVersionError); -32020 needs none."""
+    if code == MISSING_CLIENT_CAPABILITY:
+        return isinstance(data, dict) and isinstance(data.get("requiredCapabilities"), dict)
+    if code == UNSUPPORTED_PROTOCOL_VERSION:
+        supported = data.get("supported") if isinstance(data, dict) else None
+        return isinstance(supported, list) and all(isinstance(v, str) for v in supported) and isinstance(data.get("requested"), str)
+    return True
+
+
 def upstream_error_for(error: dict[str, Any], revision: str) -> dict[str, Any]:
     """An upstream's JSON-RPC error, made legal for the host's revision (else passed unchanged)."""
     out = dict(error)
-    if not isinstance(out.get("code"), int):
+    # Error codes MUST be integers (2026-07-28/basic/index.mdx:105; JSON-RPC 2.0 5.1): a JSON `true`
+    # arrives as Python True, which isinstance(..., int) would accept.
+    if not isinstance(out.get("code"), int) or isinstance(out.get("code"), bool):
         out["code"] = INTERNAL_ERROR
     if not isinstance(out.get("message"), str):
         out["message"] = str(out.get("message", "upstream error"))
@@ -113,6 +128,6 @@ def upstream_error_for(error: dict[str, Any], revision: str) -> dict[str, Any]:
         code = out["code"]
         if code == -32002:  # legacy "resource not found" became -32602
             out["code"] = INVALID_PARAMS
-        elif -32099 <= code <= -32020 and code not in _MODERN_RESERVED_OK:
+        elif -32099 <= code <= -32020 and (code not in _MODERN_RESERVED_OK or not _has_required_data(code, out.get("data"))):
             out["code"] = INTERNAL_ERROR
     return out

@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from typing import Any
 
 from .errors import InvalidRequest, McpError, ParseError
 
 Id = str | int
+# A \uD800-\uDFFF escape: the only way a lone surrogate gets into a parsed string (raw surrogate
+# bytes already fail UTF-8 decoding). Cheap to look for; the full check runs only on a hit.
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 
 
 @dataclass(frozen=True)
@@ -40,10 +44,25 @@ class Message:
 def parse(body: bytes | str) -> Message:
     """Parse one JSON-RPC message; raise ParseError/InvalidRequest with a clear message."""
     try:
-        data = json.loads(body)
-    except (ValueError, UnicodeDecodeError) as exc:
+        # UTF-8 only (RFC 8259 8.1; a BOM is tolerated): json.loads(bytes) would also take UTF-16/32.
+        text = body.decode("utf-8-sig") if isinstance(body, (bytes, bytearray)) else body
+        # NaN/Infinity are not JSON (RFC 8259 6); Python accepts them and would forward them upstream.
+        data = json.loads(text, parse_constant=_not_json)
+    except (ValueError, UnicodeDecodeError, RecursionError) as exc:
+        # RecursionError: nesting too deep to parse. Still a -32700 reply, not a crash (JSON-RPC 2.0 5.1).
         raise ParseError(f"Parse error: {exc}") from None
+    if _SURROGATE_ESCAPE.search(text):
+        # A lone surrogate cannot be encoded as UTF-8, so no reply that echoes it (an id, a tool
+        # name in an error message) could be written: reject the text up front (RFC 7493 2.1).
+        try:
+            json.dumps(data, ensure_ascii=False).encode("utf-8")
+        except UnicodeEncodeError:
+            raise ParseError("Parse error: a string holds an unpaired UTF-16 surrogate escape") from None
     return classify(data)
+
+
+def _not_json(token: str) -> Any:
+    raise ValueError(f"{token} is not a JSON value")
 
 
 def classify(data: Any) -> Message:
@@ -60,7 +79,9 @@ def classify(data: Any) -> Message:
             raise InvalidRequest('"id" must be a string or an integer')
         if "params" in data and not isinstance(data["params"], dict):
             raise InvalidRequest('"params" must be an object')
-    elif "id" not in data or ("result" not in data and "error" not in data):
+    elif "error" not in data and ("id" not in data or "result" not in data):
+        # An error response may omit its id: both schemas' JSONRPCErrorResponse require only
+        # jsonrpc + error (schema/2025-11-25 and 2026-07-28), a result response needs its id.
         raise InvalidRequest("Not a JSON-RPC request, notification or response")
     return Message(data)
 
@@ -96,4 +117,9 @@ def request(id_: Id, method: str, params: dict[str, Any] | None = None) -> dict[
 
 
 def dumps(msg: dict[str, Any]) -> bytes:
-    return json.dumps(msg, separators=(",", ":"), ensure_ascii=False).encode()
+    try:
+        return json.dumps(msg, separators=(",", ":"), ensure_ascii=False).encode()
+    except UnicodeEncodeError:
+        # A lone surrogate from an upstream (e.g. a JS server that cut a string inside a pair):
+        # \u escapes keep the frame valid JSON text instead of failing the whole reply.
+        return json.dumps(msg, separators=(",", ":")).encode()

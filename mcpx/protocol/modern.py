@@ -37,10 +37,14 @@ def check_meta(params: dict[str, Any]) -> dict[str, Any]:
     if not isinstance(meta, dict):
         raise InvalidParams("Missing params._meta", http_status=400)
     version = meta.get(META_VERSION)
+    if not isinstance(version, str):
+        # A missing (or non-string) protocolVersion is a missing required key, not an unsupported
+        # version: -32602 + HTTP 400 (2026-07-28/basic/index.mdx:375,380-382; RequestMetaObject).
+        raise InvalidParams(f"Missing or invalid _meta[{META_VERSION!r}] (a string is required)", http_status=400)
     if version not in MODERN_VERSIONS:
         raise UnsupportedProtocolVersion(
             f"Unsupported protocol version: {version!r}",
-            {"supported": list(SUPPORTED_VERSIONS), "requested": version if isinstance(version, str) else str(version)},
+            {"supported": list(SUPPORTED_VERSIONS), "requested": version},
         )
     caps = meta.get(META_CAPS)
     if not isinstance(caps, dict):
@@ -94,13 +98,20 @@ def decorate(result: dict[str, Any], server_info: dict[str, Any]) -> dict[str, A
     out = dict(result)
     out.setdefault("resultType", "complete")
     meta = dict(out.get("_meta") or {})
-    meta.setdefault(META_SERVER_INFO, server_info)
+    # Overwrite, not setdefault: a server names *itself* (2026-07-28/basic/index.mdx:396-398), and the
+    # host's server is mcpx even when the result was forwarded from an upstream that named itself.
+    meta[META_SERVER_INFO] = server_info
     out["_meta"] = meta
     return out
 
 
 def cacheable(result: dict[str, Any], ttl_ms: int, scope: str = "private") -> dict[str, Any]:
     """List results are CacheableResult in 2026-07-28: ttlMs + cacheScope are required."""
+    # ttlMs MUST be >= 0 (server/utilities/caching.mdx:60); cacheScope is "private" | "public" (schema).
+    if isinstance(ttl_ms, bool) or not isinstance(ttl_ms, int) or ttl_ms < 0:
+        raise ValueError(f"ttlMs must be an integer >= 0, got {ttl_ms!r}")
+    if scope not in ("private", "public"):
+        raise ValueError(f"cacheScope must be 'private' or 'public', got {scope!r}")
     out = dict(result)
     out["ttlMs"] = ttl_ms
     out["cacheScope"] = scope

@@ -25,7 +25,8 @@ def decode(kind: str, cursor: Any) -> int:
             raise ValueError
         raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
         got_kind, offset = json.loads(raw)
-        if got_kind != kind or not isinstance(offset, int) or offset < 0:
+        # bool is an int subclass: a forged [kind, true] cursor is garbage, not offset 1.
+        if got_kind != kind or not isinstance(offset, int) or isinstance(offset, bool) or offset < 0:
             raise ValueError
     except (ValueError, TypeError, binascii.Error):
         raise InvalidParams(f"Invalid cursor for {kind}") from None

@@ -12,10 +12,17 @@ from typing import Any
 from .revisions import MODERN, at_least
 
 # Tool fields and the first revision that defines them (absent from this table: present in all).
-_TOOL_FIELD_SINCE = {"title": "2025-06-18", "outputSchema": "2025-06-18", "icons": "2025-11-25"}
+# `execution` (taskSupport) came with 2025-11-25 tasks (2025-11-25/changelog.mdx:20; DIGEST 2.2):
+# a 2025-06-18 or 2025-03-26 host cannot task-augment, so it must not see the field.
+_TOOL_FIELD_SINCE = {"title": "2025-06-18", "outputSchema": "2025-06-18", "icons": "2025-11-25", "execution": "2025-11-25"}
 _RESULT_FIELD_SINCE = {"structuredContent": "2025-06-18"}
 # `execution.taskSupport` is 2025-11-25 core tasks; 2026 moved tasks to an extension without it.
 _LEGACY_ONLY_TOOL_FIELDS = ("execution",)
+
+
+def item_for(item: dict[str, Any], revision: str) -> dict[str, Any]:
+    """A listed tool, prompt, resource or template without fields the revision does not define."""
+    return tool_for(item, revision)
 
 
 def tool_for(tool: dict[str, Any], revision: str) -> dict[str, Any]:

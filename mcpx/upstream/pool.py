@@ -13,14 +13,14 @@ import anyio
 import httpx
 
 from ..config import Config, ServerConfig
-from ..protocol.errors import InvalidParams, UpstreamUnavailable
+from ..protocol.errors import InvalidParams, UpstreamError, UpstreamUnavailable
+from .catalogue import CHANGED, KINDS, SEP, Naming, template_matches, valid_items
 from .http import HttpTransport
 from .session import UpstreamSession
 from .stdio import StdioTransport
 
 log = logging.getLogger("mcpx.upstream")
 
-SEP = "__"
 BACKOFF_START_S = 0.25
 BACKOFF_CAP_S = 30.0
 STABLE_AFTER_S = 30.0  # an upstream that ran this long starts its backoff afresh
@@ -29,10 +29,14 @@ RESTART_WAIT_S = 2.0
 
 
 @dataclass(frozen=True)
-class ToolRoute:
+class Route:
     server: str
-    name: str  # the upstream's own tool name
-    tool: dict[str, Any]
+    name: str  # the upstream's own name (or URI)
+    item: dict[str, Any]  # as hosts see it
+
+    @property
+    def tool(self) -> dict[str, Any]:
+        return self.item
 
 
 class UpstreamServer:
@@ -46,10 +50,14 @@ class UpstreamServer:
         self.state = "starting"
         self.last_error: str | None = None
         self.restarts = 0
-        self.tools: list[dict[str, Any]] = []
+        self.lists: dict[str, list[dict[str, Any]]] = {kind: [] for kind in KINDS}
+        self.naming = Naming(namespace)
+        self.on_change: Any = None  # async (server, kinds) -> None, set by the pool
         self._ready = anyio.Event()
         self._stopping = False
         self._transport: Any = None
+        self._last_capabilities: dict[str, Any] = {}
+        self.on_resource_updated: Any = None  # async (server, upstream uri) -> None
 
     async def run(self) -> None:
         backoff = BACKOFF_START_S
@@ -81,17 +89,21 @@ class UpstreamServer:
             await tg.start(self._run_transport, transport, session)
             try:
                 await session.start()
-                self.tools = await self._list_tools(session)
+                for kind in KINDS:
+                    self.lists[kind] = await self._fetch(session, kind)
             except BaseException:
                 await transport.close()
                 raise
             if hasattr(transport, "open_listen_stream") and session.era == "legacy" and (session.capabilities.get("tools") or {}).get("listChanged"):
                 await transport.open_listen_stream()
             self.session = session
+            self._last_capabilities = session.capabilities
             self.state = "ready"
             self.last_error = None
             self._ready.set()
-            log.info("upstream %s ready (%s %s, %d tools)", self.key, session.era, session.revision, len(self.tools))
+            log.info("upstream %s ready (%s %s, %d tools)", self.key, session.era, session.revision, len(self.lists["tools"]))
+            if self.on_change is not None and self.restarts:
+                await self.on_change(self, tuple(KINDS))  # a restarted upstream may list other things
             await transport.closed.wait()
             tg.cancel_scope.cancel()
         code = getattr(transport, "returncode", None)
@@ -113,24 +125,50 @@ class UpstreamServer:
             self._ready = anyio.Event()
             self.state = "down" if not self._stopping else "stopped"
 
-    async def _on_event(self, method: str, params: dict[str, Any]) -> None:
-        if method == "notifications/tools/list_changed" and self.session is not None:
-            try:
-                self.tools = await self._list_tools(self.session)
-            except Exception as exc:
-                log.warning("upstream %s: tools/list after list_changed failed: %s", self.key, exc)
+    @property
+    def capabilities(self) -> dict[str, Any]:
+        return self.session.capabilities if self.session is not None else self._last_capabilities
 
-    async def _list_tools(self, session: UpstreamSession) -> list[dict[str, Any]]:
-        tools: list[dict[str, Any]] = []
+    @property
+    def tools(self) -> list[dict[str, Any]]:
+        return self.lists["tools"]
+
+    async def _on_event(self, method: str, params: dict[str, Any]) -> None:
+        kinds = CHANGED.get(method)
+        session = self.session
+        if kinds and session is not None:
+            for kind in kinds:
+                try:
+                    self.lists[kind] = await self._fetch(session, kind)
+                except Exception as exc:
+                    log.warning("upstream %s: %s after list_changed failed: %s", self.key, KINDS[kind][0], exc)
+            if self.on_change is not None:
+                await self.on_change(self, kinds)
+        elif method == "notifications/resources/updated" and self.on_resource_updated is not None:
+            uri = params.get("uri")
+            if isinstance(uri, str):
+                await self.on_resource_updated(self, uri)
+
+    async def _fetch(self, session: UpstreamSession, kind: str) -> list[dict[str, Any]]:
+        """The upstream's whole list of one kind (all pages), if it declares that capability."""
+        method, key, _field, capability = KINDS[kind]
+        if capability not in session.capabilities:
+            return []
+        items: list[dict[str, Any]] = []
         cursor = None
         for _ in range(1000):  # a cursor loop from a broken upstream must end
             params: dict[str, Any] = {"cursor": cursor} if cursor else {}
-            res = await session.request("tools/list", session.shape_params(params, client_caps={}, log_level=None), timeout=30)
-            tools.extend(t for t in res.get("tools") or [] if isinstance(t, dict) and isinstance(t.get("name"), str))
+            try:
+                res = await session.request(method, session.shape_params(params, client_caps={}, log_level=None), timeout=30)
+            except UpstreamError as exc:
+                if exc.error.get("code") == -32601:
+                    return items  # declared the capability but not this list (templates, often)
+                raise
+            items.extend(valid_items(kind, res.get(key)))
             cursor = res.get("nextCursor")
             if not cursor:
                 break
-        return tools
+        return items
 
     async def ready_session(self) -> UpstreamSession:
         # A first start may take a while (npx, a cold interpreter); a restart gets a short grace.
@@ -176,35 +214,60 @@ class UpstreamPool:
                 while server.state == "starting":
                     await anyio.sleep(0.02)
 
-    def exposed_name(self, server: UpstreamServer, tool: str) -> str:
-        return tool if server.namespace is None else f"{server.namespace}{SEP}{tool}"
-
-    def catalogue(self) -> list[ToolRoute]:
-        """Stable order: servers in config order, each server's tools in its own order."""
-        routes: list[ToolRoute] = []
+    def listing(self, kind: str) -> list[Route]:
+        """Stable order: servers in config order, each server's items in its own order."""
+        field = KINDS[kind][2]
+        routes: list[Route] = []
         seen: set[str] = set()
         for server in self.servers.values():
-            for tool in server.tools:
-                exposed = self.exposed_name(server, tool["name"])
-                if exposed in seen:
+            for item in server.lists[kind]:
+                exposed = server.naming.item_out(kind, item)
+                key = exposed[field]
+                if key in seen:
                     continue  # two passthrough servers with one name: the first configured wins
-                seen.add(exposed)
-                routes.append(ToolRoute(server.key, tool["name"], {**tool, "name": exposed}))
+                seen.add(key)
+                routes.append(Route(server.key, item[field], exposed))
         return routes
 
-    def resolve(self, exposed: Any) -> ToolRoute:
+    def catalogue(self) -> list[Route]:
+        return self.listing("tools")
+
+    def resolve(self, exposed: Any, kind: str = "tools") -> Route:
+        """The upstream behind an exposed tool or prompt name."""
+        what = "tool" if kind == "tools" else "prompt"
         if not isinstance(exposed, str):
-            raise InvalidParams("tools/call: params.name must be a string")
-        for route in self.catalogue():
-            if route.tool["name"] == exposed:
+            raise InvalidParams(f"params.name must be a string naming a {what}")
+        for route in self.listing(kind):
+            if route.item["name"] == exposed:
                 return route
-        # An upstream that is down still owns its namespace: say so rather than "unknown tool".
-        if SEP in exposed:
-            ns = exposed.split(SEP, 1)[0]
-            for server in self.servers.values():
-                if server.namespace == ns and server.session is None:
-                    raise UpstreamUnavailable(f"upstream {server.key!r} is not available ({server.state}); cannot call {exposed!r}")
-        raise InvalidParams(f"Unknown tool: {exposed}")
+        # An upstream that is down still owns its namespace: say so rather than "unknown".
+        for server in self.servers.values():
+            if server.session is None and server.namespace is not None and server.naming.name_in(exposed) is not None:
+                raise UpstreamUnavailable(f"upstream {server.key!r} is not available ({server.state}); cannot use {exposed!r}")
+        raise InvalidParams(f"Unknown {what}: {exposed}")
+
+    def resolve_uri(self, exposed: Any) -> tuple[UpstreamServer, str]:
+        """The upstream (and its own URI) behind an exposed resource URI."""
+        if not isinstance(exposed, str):
+            raise InvalidParams("params.uri must be a string")
+        passthrough = []
+        for server in self.servers.values():
+            if server.namespace is None:
+                passthrough.append(server)
+            else:
+                uri = server.naming.uri_in(exposed)
+                if uri is not None:
+                    return server, uri
+        # Passthrough URIs are not prefixed: a listed resource, then a matching template, decides.
+        for server in passthrough:
+            if any(r.get("uri") == exposed for r in server.lists["resources"]):
+                return server, exposed
+        for server in passthrough:
+            if any(template_matches(t["uriTemplate"], exposed) for t in server.lists["resourceTemplates"]):
+                return server, exposed
+        if len(passthrough) == 1:
+            return passthrough[0], exposed  # unlisted but possibly readable: let the upstream judge
+        raise InvalidParams(f"Unknown resource: {exposed}")
 
     async def aclose(self) -> None:
         with anyio.CancelScope(shield=True):
