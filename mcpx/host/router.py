@@ -12,7 +12,7 @@ from anyio.abc import TaskGroup
 from .. import wirelog
 from ..protocol import jsonrpc, legacy, modern
 from ..protocol.errors import InvalidRequest, McpError
-from ..protocol.revisions import META_CLIENT_INFO, META_LOG_LEVEL, MODERN
+from ..protocol.revisions import LEGACY_LATEST, META_CLIENT_INFO, META_LOG_LEVEL, MODERN
 from .connection import HostConnection, RequestContext, Send
 from .dispatch import INSTRUCTIONS, SERVER_INFO, Dispatcher
 
@@ -66,7 +66,7 @@ class HostRouter:
         try:
             revision, res = legacy.initialize_result(msg.params, self.dispatcher.capabilities(), SERVER_INFO, INSTRUCTIONS)
         except McpError as exc:
-            return emit(None, "initialize", jsonrpc.error_from(msg.id, exc))
+            return emit(LEGACY_LATEST, "initialize", jsonrpc.error_from(msg.id, exc))
         conn.era = "legacy"
         conn.revision = revision
         conn.client_caps = msg.params.get("capabilities") or {}
