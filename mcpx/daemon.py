@@ -27,6 +27,8 @@ from .host.http import McpEndpoint
 from .host.router import HostRouter
 from .host.shim_endpoint import ShimEndpoint
 from .host.subscriptions import Hub
+from .tasks.engine import TaskEngine
+from .tasks.store import TaskStore
 from .upstream.pool import UpstreamPool
 
 log = logging.getLogger("mcpx.daemon")
@@ -50,7 +52,8 @@ class Daemon:
         self.started = time.time()
         self.pool = UpstreamPool(config, state_dir / "logs")
         self.hub = Hub()
-        self.dispatcher = Dispatcher(config, self.pool, self.hub)
+        self.engine = TaskEngine(TaskStore(state_dir / "mcpx.db"))
+        self.dispatcher = Dispatcher(config, self.pool, self.hub, self.engine)
         for server in self.pool.servers.values():
             server.on_change = self._on_change
             server.on_resource_updated = self._on_resource_updated
@@ -123,6 +126,7 @@ class Daemon:
             self._server = server
             async with anyio.create_task_group() as tg:
                 self.router.tg = tg
+                await self.engine.start(tg)
                 await self.pool.run(tg)
                 tg.start_soon(self._signals, server)
                 # Serve once every upstream had its (bounded) chance to start, so the capabilities
@@ -139,6 +143,9 @@ class Daemon:
                 await server.serve(sockets=[sock])
                 self.phase = "draining"
                 self.endpoint.close_all()
+                # Tasks stop before upstreams, so a cut call stays `working` in the store and the
+                # next daemon reports it as cut by the restart, not as an upstream failure.
+                await self.engine.close()
                 self.phase = "stopping upstreams"
                 await self.pool.aclose()
                 tg.cancel_scope.cancel()

@@ -19,10 +19,13 @@ from ..protocol.errors import (
     UpstreamUnavailable,
     upstream_error_for,
 )
-from ..protocol.revisions import META_SUBSCRIPTION, MODERN
+from ..protocol.revisions import LEGACY_LATEST, META_SUBSCRIPTION, MODERN
+from ..tasks.engine import TaskEngine
+from ..tasks.model import legacy_task
 from ..upstream.catalogue import KINDS
 from ..upstream.pool import UpstreamPool, UpstreamServer
 from .connection import RequestContext
+from .legacy_tasks import TASK_CAPABILITY, LegacyTasks, TaskErrorReply, task_support, tasks_enabled
 from .subscriptions import LIST_FILTERS, Hub, Listener
 
 log = logging.getLogger("mcpx.host")
@@ -35,10 +38,13 @@ _RELAYED = frozenset({"notifications/progress", "notifications/message"})
 
 
 class Dispatcher:
-    def __init__(self, config: Config, pool: UpstreamPool, hub: Hub) -> None:
+    def __init__(self, config: Config, pool: UpstreamPool, hub: Hub, engine: TaskEngine) -> None:
         self.config = config
         self.pool = pool
         self.hub = hub
+        self.engine = engine
+        self.legacy_tasks = LegacyTasks(self)
+        engine.on_change = self._task_changed
 
     # ---- capabilities: declare only what this revision really gets -----------------------
     def _upstream_caps(self) -> dict[str, Any]:
@@ -49,10 +55,13 @@ class Dispatcher:
                     merged.setdefault(key, {}).update(value)
         return merged
 
-    def capabilities(self) -> dict[str, Any]:
-        """The same set for both eras: legacy gets changes on its session, modern via listen."""
+    def capabilities(self, revision: str = MODERN) -> dict[str, Any]:
+        """Legacy sessions get changes on their session, modern hosts via listen; core tasks only
+        for 2025-11-25 sessions (the extension replaces them in 2026)."""
         up = self._upstream_caps()
         caps: dict[str, Any] = {"tools": {"listChanged": True}, "logging": {}}
+        if revision == LEGACY_LATEST:
+            caps["tasks"] = TASK_CAPABILITY
         if "prompts" in up:
             caps["prompts"] = {"listChanged": True}
         if "resources" in up:
@@ -72,6 +81,8 @@ class Dispatcher:
         except McpError as exc:
             return jsonrpc.error_from(msg.id, exc)
         except UpstreamError as exc:
+            return jsonrpc.error(msg.id, upstream_error_for(exc.error, ctx.revision))
+        except TaskErrorReply as exc:
             return jsonrpc.error(msg.id, upstream_error_for(exc.error, ctx.revision))
         except TimeoutError:
             return jsonrpc.error_from(msg.id, UpstreamUnavailable(f"{msg.method}: the upstream did not answer in time"))
@@ -125,7 +136,17 @@ class Dispatcher:
         return res
 
     async def _tools_list(self, ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
-        return await self._list(ctx, params, "tools")
+        res = await self._list(ctx, params, "tools")
+        if tasks_enabled(ctx):
+            # 2025-11-25 hosts learn per tool whether it may (or must) run as a task.
+            by_name = {r.item["name"]: r for r in self.pool.catalogue()}
+            tools = []
+            for tool in res["tools"]:
+                route = by_name.get(tool["name"])
+                support = task_support(self, route.server, route.item, route.name) if route else "forbidden"
+                tools.append({**tool, "execution": {**(tool.get("execution") or {}), "taskSupport": support}})
+            res["tools"] = tools
+        return res
 
     async def _prompts_list(self, ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
         return await self._list(ctx, params, "prompts")
@@ -152,6 +173,14 @@ class Dispatcher:
         if "arguments" in params and not isinstance(params["arguments"], dict):
             raise InvalidParams("tools/call: params.arguments must be an object")
         server = self.pool.servers[route.server]
+        if tasks_enabled(ctx):
+            self.legacy_tasks.check_required(ctx, task_support(self, route.server, route.item, route.name), params)
+            if "task" in params:
+                return await self.legacy_tasks.call_as_task(ctx, params, route, server)
+        return await self.call_tool(ctx, params, route, server)
+
+    async def call_tool(self, ctx: RequestContext, params: dict[str, Any], route: Any, server: UpstreamServer) -> dict[str, Any]:
+        """One upstream tools/call, shaped for the host's revision."""
         override = server.cfg.mcpx.tools.get(route.name)
         timeout = (override.callTimeout if override and override.callTimeout else None) or server.cfg.mcpx.callTimeout
         res = await self._forward(ctx, server, "tools/call", {**params, "name": route.name}, timeout)
@@ -239,6 +268,35 @@ class Dispatcher:
             self.hub.remove(key)
         return {"_meta": {META_SUBSCRIPTION: rid}}  # pragma: no cover - ended by cancellation
 
+    # ---- 2025-11-25 tasks ----------------------------------------------------------------
+    async def _tasks_get(self, ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
+        self._tasks_gate(ctx)
+        return await self.legacy_tasks.get(ctx, params)
+
+    async def _tasks_result(self, ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
+        self._tasks_gate(ctx)
+        return await self.legacy_tasks.result(ctx, params)
+
+    async def _tasks_list(self, ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
+        self._tasks_gate(ctx)
+        return await self.legacy_tasks.list(ctx, params)
+
+    async def _tasks_cancel(self, ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
+        self._tasks_gate(ctx)
+        return await self.legacy_tasks.cancel(ctx, params)
+
+    def _tasks_gate(self, ctx: RequestContext) -> None:
+        if not tasks_enabled(ctx):
+            raise MethodNotFound(f"Method not found: tasks exist only in 2025-11-25 sessions (this one is {ctx.revision})")
+
+    async def _task_changed(self, task: Any) -> None:
+        """notifications/tasks/status (a whole Task) to the owning legacy session, if it can hear."""
+        if task.era != "legacy" or not task.owner.startswith("conn:"):
+            return
+        conn = self.hub.legacy.get(task.owner[5:])
+        if conn is not None and conn.send is not None:
+            await conn.send(jsonrpc.notification("notifications/tasks/status", legacy_task(task)))
+
     def _relay(self, ctx: RequestContext) -> Any:
         async def relay(msg: dict[str, Any]) -> None:
             if ctx.notify is None or msg.get("method") not in _RELAYED:
@@ -274,6 +332,10 @@ _COMMON = {
 }
 _LEGACY = {
     **_COMMON,
+    "tasks/get": Dispatcher._tasks_get,
+    "tasks/result": Dispatcher._tasks_result,
+    "tasks/list": Dispatcher._tasks_list,
+    "tasks/cancel": Dispatcher._tasks_cancel,
     "ping": Dispatcher._ping,
     "logging/setLevel": Dispatcher._set_level,
     "resources/subscribe": Dispatcher._subscribe,

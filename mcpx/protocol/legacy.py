@@ -25,6 +25,10 @@ def initialize_result(params: dict[str, Any], capabilities: dict[str, Any], serv
     return revision, res
 
 
+def negotiate_version(params: dict[str, Any]) -> str:
+    return negotiate_legacy(params.get("protocolVersion"))
+
+
 def log_level_allows(threshold: str | None, level: Any) -> bool:
     """RFC 5424 ordering; without a setLevel the session gets every message."""
     if threshold is None:

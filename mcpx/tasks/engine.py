@@ -1,0 +1,157 @@
+"""Runs upstream calls as tasks under the daemon's task group: durable, expiring, cancellable.
+
+The engine knows nothing of wire formats: the dispatcher hands it a `call` coroutine and renders
+records for each era. Status rules that differ by era (isError -> failed in 2025-11-25, completed
+in the extension) are decided here from the record's era.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import replace
+from typing import Any, Awaitable, Callable
+
+import anyio
+from anyio.abc import TaskGroup
+
+from ..protocol.errors import INTERNAL_ERROR, McpError, UpstreamError
+from .model import CANCELLED, COMPLETED, FAILED, TERMINAL, WORKING, Task, legacy_status_for_result, new_task_id
+from .store import TaskStore
+
+log = logging.getLogger("mcpx.tasks")
+
+Call = Callable[[Task], Awaitable[dict[str, Any]]]
+OnChange = Callable[[Task], Awaitable[None]]
+EXPIRY_EVERY_S = 1.0
+RESTARTED = "the mcpx daemon restarted while this call was running; its result is lost"
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+class TaskEngine:
+    def __init__(self, store: TaskStore) -> None:
+        self.store = store
+        self.tg: TaskGroup | None = None
+        self.on_change: OnChange | None = None
+        self._scopes: dict[str, anyio.CancelScope] = {}
+        self._changed: dict[str, anyio.Event] = {}
+
+    async def start(self, tg: TaskGroup) -> None:
+        """Open the store, settle tasks a previous daemon left running, start writer and expiry."""
+        await self.store.open()
+        self.tg = tg
+        tg.start_soon(self.store.run_writer)
+        for task in await self.store.all_open():
+            if task.upstream_task_id is None:
+                await self.store.put(task.move(FAILED, now_ms(), message=RESTARTED, error={"code": INTERNAL_ERROR, "message": RESTARTED}))
+        tg.start_soon(self._expire_loop)
+
+    async def create(self, *, owner: str, owner_info: dict[str, Any], upstream: str, tool: str, arguments: dict[str, Any], era: str, ttl_ms: int | None, poll_ms: int, call: Call) -> Task:
+        """The row is committed before this returns; only then does the work start."""
+        t = now_ms()
+        task = Task(new_task_id(), WORKING, t, t, ttl_ms, poll_ms, owner, upstream, tool, arguments, era, owner_info=owner_info)
+        await self.store.put(task)
+        assert self.tg is not None
+        scope = anyio.CancelScope()
+        self._scopes[task.id] = scope
+        self.tg.start_soon(self._run, task, call, scope)
+        return task
+
+    async def _run(self, task: Task, call: Call, scope: anyio.CancelScope) -> None:
+        outcome: tuple[str, dict[str, Any] | None, dict[str, Any] | None, str | None] | None = None
+        try:
+            with scope:
+                try:
+                    result = await call(task)
+                    status = legacy_status_for_result(result) if task.era == "legacy" else COMPLETED
+                    outcome = (status, result, None, "the tool reported an error" if status == FAILED else None)
+                except UpstreamError as exc:
+                    outcome = (FAILED, None, exc.error, str(exc.error.get("message", "upstream error")))
+                except McpError as exc:
+                    outcome = (FAILED, None, exc.to_error(), exc.message)
+                except Exception as exc:  # the task fails; the daemon does not
+                    log.exception("task %s crashed", task.id)
+                    outcome = (FAILED, None, {"code": INTERNAL_ERROR, "message": f"internal error: {exc}"}, "internal error")
+        finally:
+            self._scopes.pop(task.id, None)
+        if outcome is not None:
+            with anyio.CancelScope(shield=True):
+                await self._finish(task.id, *outcome)
+
+    async def _finish(self, task_id: str, status: str, result: Any, error: Any, message: str | None) -> None:
+        current = await self.store.get(task_id)
+        if current is None or current.terminal:
+            return  # cancelled (sticky) or expired meanwhile
+        try:
+            await self._save(current.move(status, now_ms(), message=message, result=result, error=error))
+        except Exception as exc:
+            log.error("task %s: could not record its outcome: %s", task_id, exc)
+
+    async def _save(self, task: Task) -> None:
+        await self.store.put(task)
+        event = self._changed.pop(task.id, None)
+        if event is not None:
+            event.set()
+        if self.on_change is not None:
+            try:
+                await self.on_change(task)
+            except Exception:
+                log.debug("task change listener failed", exc_info=True)
+
+    async def get(self, task_id: str) -> Task | None:
+        task = await self.store.get(task_id)
+        if task is not None and task.expires_ms() is not None and task.expires_ms() <= now_ms():  # type: ignore[operator]
+            return None  # past its TTL: gone, even if the sweeper has not run yet
+        return task
+
+    async def wait_change(self, task_id: str) -> None:
+        event = self._changed.setdefault(task_id, anyio.Event())
+        await event.wait()
+
+    async def wait_terminal(self, task_id: str) -> Task | None:
+        while True:
+            task = await self.get(task_id)
+            if task is None or task.terminal:
+                return task
+            with anyio.move_on_after(1.0):  # a periodic re-read also catches expiry
+                await self.wait_change(task_id)
+
+    async def cancel(self, task: Task, message: str = "cancelled by the host") -> Task:
+        """Legacy semantics: the record is `cancelled` (and stays so) before this returns."""
+        done = task.move(CANCELLED, now_ms(), message=message)
+        await self._save(done)
+        self.stop_work(task.id)
+        return done
+
+    def stop_work(self, task_id: str) -> None:
+        scope = self._scopes.get(task_id)
+        if scope is not None:
+            scope.cancel()  # the upstream call is cancelled upstream by the session
+
+    async def list_owner(self, owner: str, after: tuple[int, str] | None, limit: int) -> list[Task]:
+        t = now_ms()
+        return [x for x in await self.store.list_owner(owner, after, limit) if x.expires_ms() is None or x.expires_ms() > t]  # type: ignore[operator]
+
+    async def _expire_loop(self) -> None:
+        while True:
+            await anyio.sleep(EXPIRY_EVERY_S)
+            try:
+                for task_id in await self.store.expired(now_ms()):
+                    self.stop_work(task_id)
+                    await self.store.delete(task_id)
+                    event = self._changed.pop(task_id, None)
+                    if event is not None:
+                        event.set()
+            except Exception as exc:
+                log.warning("task expiry sweep failed: %s", exc)
+
+    async def close(self) -> None:
+        for scope in list(self._scopes.values()):
+            scope.cancel()
+        await self.store.close()
+
+
+__all__ = ["TaskEngine", "TERMINAL", "replace"]

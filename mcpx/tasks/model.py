@@ -1,0 +1,105 @@
+"""The task record, its allowed transitions, and its wire shapes in both formats. Pure: no clock reads.
+
+Transitions (2025-11-25 tasks.mdx:403-407; ext-tasks tasks.md:232-252): working <-> input_required,
+either -> completed | failed | cancelled; a terminal status never changes.
+"""
+
+from __future__ import annotations
+
+import secrets
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timezone
+from typing import Any
+
+WORKING = "working"
+INPUT_REQUIRED = "input_required"
+COMPLETED = "completed"
+FAILED = "failed"
+CANCELLED = "cancelled"
+TERMINAL = frozenset({COMPLETED, FAILED, CANCELLED})
+_ALLOWED = {
+    WORKING: {INPUT_REQUIRED, COMPLETED, FAILED, CANCELLED},
+    INPUT_REQUIRED: {WORKING, COMPLETED, FAILED, CANCELLED},
+}
+
+
+class TransitionError(ValueError):
+    pass
+
+
+def new_task_id() -> str:
+    """256 random bits: unguessable, as the spec asks where tasks are not bound to a principal."""
+    return secrets.token_urlsafe(32)
+
+
+@dataclass(frozen=True)
+class Task:
+    id: str
+    status: str
+    created_ms: int
+    updated_ms: int
+    ttl_ms: int | None
+    poll_ms: int
+    owner: str  # the owning host connection's key; isolation compares this
+    upstream: str
+    tool: str
+    arguments: dict[str, Any] = field(default_factory=dict)
+    era: str = "legacy"  # the era of the host that created it: its wire rules apply
+    status_message: str | None = None
+    result: dict[str, Any] | None = None  # the CallToolResult, as the upstream sent it
+    error: dict[str, Any] | None = None  # a JSON-RPC error object
+    upstream_task_id: str | None = None
+    owner_info: dict[str, Any] = field(default_factory=dict)  # for the console: who made it
+
+    @property
+    def terminal(self) -> bool:
+        return self.status in TERMINAL
+
+    def expires_ms(self) -> int | None:
+        return None if self.ttl_ms is None else self.created_ms + self.ttl_ms
+
+    def move(self, status: str, now_ms: int, *, message: str | None = None, result: dict[str, Any] | None = None, error: dict[str, Any] | None = None) -> "Task":
+        if status == self.status and status not in TERMINAL:
+            return replace(self, updated_ms=now_ms, status_message=message if message is not None else self.status_message)
+        if status not in _ALLOWED.get(self.status, set()):
+            raise TransitionError(f"task {self.id}: {self.status} -> {status} is not allowed")
+        return replace(self, status=status, updated_ms=now_ms, status_message=message, result=result if result is not None else self.result, error=error if error is not None else self.error)
+
+
+def iso(ms: int) -> str:
+    return datetime.fromtimestamp(ms / 1000, tz=timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def legacy_task(task: Task) -> dict[str, Any]:
+    """2025-11-25 `Task` (schema Task: taskId, status, createdAt, lastUpdatedAt, ttl required)."""
+    out: dict[str, Any] = {
+        "taskId": task.id,
+        "status": task.status,
+        "createdAt": iso(task.created_ms),
+        "lastUpdatedAt": iso(task.updated_ms),
+        "ttl": task.ttl_ms,
+        "pollInterval": task.poll_ms,
+    }
+    if task.status_message:
+        out["statusMessage"] = task.status_message
+    return out
+
+
+def modern_task(task: Task) -> dict[str, Any]:
+    """ext `Task`: flat, with ttlMs/pollIntervalMs (never the legacy names)."""
+    out: dict[str, Any] = {
+        "taskId": task.id,
+        "status": task.status,
+        "createdAt": iso(task.created_ms),
+        "lastUpdatedAt": iso(task.updated_ms),
+        "ttlMs": task.ttl_ms,
+        "pollIntervalMs": task.poll_ms,
+    }
+    if task.status_message:
+        out["statusMessage"] = task.status_message
+    return out
+
+
+def legacy_status_for_result(result: dict[str, Any]) -> str:
+    """2025-11-25: a CallToolResult with isError puts the task in `failed` (tasks.mdx:721,839)."""
+    return FAILED if result.get("isError") is True else COMPLETED

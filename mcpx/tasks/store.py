@@ -1,0 +1,146 @@
+"""Durable task store: aiosqlite, WAL, one writer task that batches commits.
+
+A write returns only after its transaction committed, so a handle handed to a host always names a
+row that a later `tasks/get` (even after a crash) can read.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+import aiosqlite
+import anyio
+
+from .model import TERMINAL, Task
+
+log = logging.getLogger("mcpx.tasks")
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS tasks (
+    id TEXT PRIMARY KEY,
+    status TEXT NOT NULL,
+    created_ms INTEGER NOT NULL,
+    updated_ms INTEGER NOT NULL,
+    ttl_ms INTEGER,
+    expires_ms INTEGER,
+    poll_ms INTEGER NOT NULL,
+    owner TEXT NOT NULL,
+    upstream TEXT NOT NULL,
+    tool TEXT NOT NULL,
+    era TEXT NOT NULL,
+    body TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS tasks_owner ON tasks(owner, created_ms, id);
+CREATE INDEX IF NOT EXISTS tasks_expiry ON tasks(expires_ms);
+"""
+BATCH_MAX = 256
+
+
+class StoreError(Exception):
+    pass
+
+
+def _row(task: Task) -> tuple[Any, ...]:
+    body = asdict(task)
+    return (task.id, task.status, task.created_ms, task.updated_ms, task.ttl_ms, task.expires_ms(), task.poll_ms, task.owner, task.upstream, task.tool, task.era, json.dumps(body, separators=(",", ":")))
+
+
+def _task(body: str) -> Task:
+    return Task(**json.loads(body))
+
+
+class TaskStore:
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.db: aiosqlite.Connection | None = None
+        self._send: Any = None
+        self._recv: Any = None
+
+    async def open(self) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.db = await aiosqlite.connect(self.path)
+        await self.db.execute("PRAGMA journal_mode=WAL")
+        await self.db.execute("PRAGMA synchronous=NORMAL")  # WAL + NORMAL: durable across process crashes
+        await self.db.executescript(_SCHEMA)
+        await self.db.commit()
+        self._send, self._recv = anyio.create_memory_object_stream[tuple[str, Any, Any]](max_buffer_size=10_000)
+
+    async def run_writer(self) -> None:
+        """The one writer: drains queued writes, runs them in one transaction, wakes every waiter."""
+        assert self.db is not None
+        async with self._recv:
+            async for first in self._recv:
+                batch = [first]
+                while len(batch) < BATCH_MAX:
+                    try:
+                        batch.append(self._recv.receive_nowait())
+                    except anyio.WouldBlock:
+                        break
+                error: Exception | None = None
+                try:
+                    for sql, args, _done in batch:
+                        await self.db.execute(sql, args)
+                    await self.db.commit()
+                except Exception as exc:  # the whole batch failed: every waiter learns it
+                    error = exc
+                    log.error("task store write failed: %s", exc)
+                    try:
+                        await self.db.rollback()
+                    except Exception:
+                        pass
+                for _sql, _args, done in batch:
+                    done["error"] = error
+                    done["event"].set()
+
+    async def _write(self, sql: str, args: tuple[Any, ...]) -> None:
+        if self._send is None:
+            raise StoreError("task store is not open")
+        done: dict[str, Any] = {"event": anyio.Event(), "error": None}
+        await self._send.send((sql, args, done))
+        await done["event"].wait()
+        if done["error"] is not None:
+            raise StoreError(f"task store write failed: {done['error']}")
+
+    async def put(self, task: Task) -> None:
+        await self._write("INSERT OR REPLACE INTO tasks VALUES (?,?,?,?,?,?,?,?,?,?,?,?)", _row(task))
+
+    async def delete(self, task_id: str) -> None:
+        await self._write("DELETE FROM tasks WHERE id = ?", (task_id,))
+
+    async def get(self, task_id: str) -> Task | None:
+        assert self.db is not None
+        async with self.db.execute("SELECT body FROM tasks WHERE id = ?", (task_id,)) as cur:
+            row = await cur.fetchone()
+        return _task(row[0]) if row else None
+
+    async def list_owner(self, owner: str, after: tuple[int, str] | None, limit: int) -> list[Task]:
+        assert self.db is not None
+        if after is None:
+            sql, args = "SELECT body FROM tasks WHERE owner = ? ORDER BY created_ms, id LIMIT ?", (owner, limit)
+        else:
+            sql = "SELECT body FROM tasks WHERE owner = ? AND (created_ms, id) > (?, ?) ORDER BY created_ms, id LIMIT ?"
+            args = (owner, after[0], after[1], limit)
+        async with self.db.execute(sql, args) as cur:
+            return [_task(r[0]) for r in await cur.fetchall()]
+
+    async def all_open(self) -> list[Task]:
+        assert self.db is not None
+        marks = ",".join("?" * len(TERMINAL))
+        async with self.db.execute(f"SELECT body FROM tasks WHERE status NOT IN ({marks})", tuple(TERMINAL)) as cur:
+            return [_task(r[0]) for r in await cur.fetchall()]
+
+    async def expired(self, now_ms: int) -> list[str]:
+        assert self.db is not None
+        async with self.db.execute("SELECT id FROM tasks WHERE expires_ms IS NOT NULL AND expires_ms <= ?", (now_ms,)) as cur:
+            return [r[0] for r in await cur.fetchall()]
+
+    async def close(self) -> None:
+        if self._send is not None:
+            self._send.close()
+        if self.db is not None:
+            await self.db.close()
+            self.db = None
