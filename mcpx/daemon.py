@@ -64,6 +64,7 @@ class Daemon:
             max_body=config.daemon.maxBodyBytes,
             allowed_origins=config.daemon.allowedOrigins,
             tokens=tokens,
+            store=self.engine.store,
         )
         self.phase = "starting"
         self._server: _Server | None = None

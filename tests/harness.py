@@ -101,12 +101,13 @@ class Daemon:
         self.proc: subprocess.Popen[bytes] | None = None
         self.port = 0
 
-    def start(self, wait_upstreams: bool = True) -> "Daemon":
+    def start(self, wait_upstreams: bool = True, port: int | None = None) -> "Daemon":
+        """Start (or restart); `port` pins the listen port, e.g. to restart where hosts point."""
         env = dict(os.environ, MCPX_WIRE_LOG=str(self.wire_log))
         (self.state_dir / "daemon.json").unlink(missing_ok=True)
         with open(self.stderr_path, "ab") as err:
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", "mcpx", "daemon", "--config", str(self.config_path), "--state-dir", str(self.state_dir), "--port", "0", *self.extra_args],
+                [sys.executable, "-m", "mcpx", "daemon", "--config", str(self.config_path), "--state-dir", str(self.state_dir), "--port", str(port or 0), *self.extra_args],
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,
                 stderr=err,

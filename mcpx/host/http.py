@@ -40,8 +40,9 @@ _STREAMING = frozenset({"tools/call"})
 
 
 class McpEndpoint:
-    def __init__(self, router: HostRouter, *, max_body: int, allowed_origins: list[str], tokens: dict[str, str]) -> None:
+    def __init__(self, router: HostRouter, *, max_body: int, allowed_origins: list[str], tokens: dict[str, str], store: Any) -> None:
         self.router = router
+        self.store = store
         self.max_body = max_body
         self.allowed_origins = set(allowed_origins)
         self.tokens = tokens
@@ -76,9 +77,9 @@ class McpEndpoint:
         if method == "POST":
             await self._post(headers, peer, principal, receive, send)
         elif method == "GET":
-            await self._get(headers, receive, send)
+            await self._get(headers, principal, receive, send)
         elif method == "DELETE":
-            await self._delete(headers, send)
+            await self._delete(headers, principal, send)
         else:
             await _json(send, 405, None, [(b"allow", b"GET, POST, DELETE")])
 
@@ -111,7 +112,7 @@ class McpEndpoint:
             return await _json(send, 202, None)
         if msg.kind == "notification":
             if not is_modern(msg.params) and sid is not None:
-                conn = self.sessions.get(sid)
+                conn = await self._session(sid, principal)
                 if conn is None:
                     return await _json(send, 404, None)
                 await self.router.notification(conn, msg)
@@ -134,7 +135,7 @@ class McpEndpoint:
                 else:
                     exc = InvalidRequest("Missing Mcp-Session-Id header: send initialize first, or use 2026-07-28 _meta")
                 return await _json(send, 400, emit(_rev_hint(headers), msg.method, jsonrpc.error_from(msg.id, exc)))
-            conn = self.sessions.get(sid)
+            conn = await self._session(sid, principal)
             if conn is None:
                 return await _json(send, 404, emit(LEGACY_LATEST, msg.method, jsonrpc.error(msg.id, {"code": -32600, "message": "Session not found: initialize again"})))
             version = headers.get("mcp-protocol-version")
@@ -150,6 +151,11 @@ class McpEndpoint:
         if "error" in frame:
             return await _json(send, 200, frame)
         conn.id = secrets.token_urlsafe(24)
+        try:
+            await self.store.put_session(conn.id, {"revision": conn.revision, "clientInfo": conn.client_info, "clientCaps": conn.client_caps, "principal": principal, "peer": peer})
+        except Exception as exc:  # no durable session, no session id
+            log.error("could not store the session: %s", exc)
+            return await _json(send, 200, emit(conn.revision, "initialize", jsonrpc.error(msg.id, {"code": -32603, "message": "Internal error: could not store the session"})))
         self.sessions[conn.id] = conn
         self.router.open(conn)
         await _json(send, 200, frame, [(b"mcp-session-id", conn.id.encode())])
@@ -223,11 +229,11 @@ class McpEndpoint:
         await _json(send, _status_for(ctx.era, frame), frame)
 
     # ---- GET / DELETE (legacy sessions only) --------------------------------------------
-    async def _get(self, headers: dict[str, str], receive: Any, send: Any) -> None:
+    async def _get(self, headers: dict[str, str], principal: str | None, receive: Any, send: Any) -> None:
         sid = headers.get("mcp-session-id")
         if sid is None or headers.get("mcp-protocol-version") == MODERN:
             return await _json(send, 405, None, [(b"allow", b"POST")])
-        conn = self.sessions.get(sid)
+        conn = await self._session(sid, principal)
         if conn is None:
             return await _json(send, 404, None)
         if "text/event-stream" not in headers.get("accept", ""):
@@ -258,15 +264,31 @@ class McpEndpoint:
         conn.send = None
         await send({"type": "http.response.body", "body": b"", "more_body": False})
 
-    async def _delete(self, headers: dict[str, str], send: Any) -> None:
+    async def _delete(self, headers: dict[str, str], principal: str | None, send: Any) -> None:
         sid = headers.get("mcp-session-id")
         if sid is None:
             return await _json(send, 405, None, [(b"allow", b"POST")])
-        conn = self.sessions.pop(sid, None)
+        conn = await self._session(sid, principal)
         if conn is None:
             return await _json(send, 404, None)
+        self.sessions.pop(sid, None)
         self.router.close(conn)
+        await self.store.delete_session(sid)
         await _json(send, 200, None)
+
+    async def _session(self, sid: str, principal: str | None) -> HostConnection | None:
+        """A live session, or one a previous daemon stored; never another principal's."""
+        conn = self.sessions.get(sid)
+        if conn is None:
+            saved = await self.store.get_session(sid)
+            if saved is None:
+                return None
+            conn = HostConnection("http", peer=saved.get("peer"), principal=saved.get("principal"), id=sid, era="legacy", revision=saved["revision"], client_info=saved.get("clientInfo") or {}, client_caps=saved.get("clientCaps") or {}, initialized=True)
+            self.sessions[sid] = conn
+            self.router.open(conn)
+        if self.tokens and conn.principal != principal:
+            return None
+        return conn
 
     def close_all(self) -> None:
         for conn in list(self.sessions.values()):

@@ -36,6 +36,10 @@ CREATE TABLE IF NOT EXISTS tasks (
 );
 CREATE INDEX IF NOT EXISTS tasks_owner ON tasks(owner, created_ms, id);
 CREATE INDEX IF NOT EXISTS tasks_expiry ON tasks(expires_ms);
+CREATE TABLE IF NOT EXISTS sessions (
+    id TEXT PRIMARY KEY,
+    body TEXT NOT NULL
+);
 """
 BATCH_MAX = 256
 
@@ -137,6 +141,20 @@ class TaskStore:
         assert self.db is not None
         async with self.db.execute("SELECT id FROM tasks WHERE expires_ms IS NOT NULL AND expires_ms <= ?", (now_ms,)) as cur:
             return [r[0] for r in await cur.fetchall()]
+
+    # Legacy sessions are stored too, so a host keeps its Mcp-Session-Id (and so reaches its
+    # tasks) across a daemon restart.
+    async def put_session(self, session_id: str, body: dict[str, Any]) -> None:
+        await self._write("INSERT OR REPLACE INTO sessions VALUES (?, ?)", (session_id, json.dumps(body)))
+
+    async def delete_session(self, session_id: str) -> None:
+        await self._write("DELETE FROM sessions WHERE id = ?", (session_id,))
+
+    async def get_session(self, session_id: str) -> dict[str, Any] | None:
+        assert self.db is not None
+        async with self.db.execute("SELECT body FROM sessions WHERE id = ?", (session_id,)) as cur:
+            row = await cur.fetchone()
+        return json.loads(row[0]) if row else None
 
     async def close(self) -> None:
         if self._send is not None:

@@ -1,0 +1,65 @@
+"""Tasks outlive the daemon: SIGKILL mid-task, restart, every handed-out id still answers honestly."""
+
+from __future__ import annotations
+
+import signal
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+from harness import RawHost, read_jsonl, reply_of, stdio_server, wait_until
+
+
+def _task(host: RawHost, name: str, args: dict[str, Any]) -> str:
+    frame = host.legacy("tools/call", {"name": name, "arguments": args, "task": {"ttl": 600000}}).json()
+    return frame["result"]["task"]["taskId"]
+
+
+def test_sigkill_mid_task_then_restart_answers_every_handed_out_id(start_daemon: Any, tmp_path: Path, raw_host: Any) -> None:
+    d = start_daemon({"mcpServers": {"fx": stdio_server(tmp_path)}}, name="durable")
+    host = raw_host(d.url)
+    host.initialize()
+    done = _task(host, "fx__echo", {"text": "kept"})
+    failed = _task(host, "fx__fail", {})
+    wait_until(lambda: host.legacy("tasks/get", {"taskId": failed}).json()["result"]["status"] == "failed", what="fail task done")
+    wait_until(lambda: host.legacy("tasks/get", {"taskId": done}).json()["result"]["status"] == "completed", what="echo task done")
+    running = _task(host, "fx__slow", {"seconds": 60, "steps": 60})
+    wait_until(lambda: any(e.get("msg", {}).get("params", {}).get("name") == "slow" for e in read_jsonl(tmp_path / "fixture.log.jsonl")), what="slow upstream")
+    d.stop(signal.SIGKILL)
+    d.start(port=d.port)
+    host.post({"jsonrpc": "2.0", "method": "notifications/initialized"}, host._legacy_headers())  # same session id, no new initialize
+    assert host.legacy("tasks/get", {"taskId": done}).json()["result"]["status"] == "completed"
+    assert reply_of(host.legacy("tasks/result", {"taskId": done}))["result"]["content"][0]["text"] == "kept"
+    assert host.legacy("tasks/get", {"taskId": failed}).json()["result"]["status"] == "failed"
+    cut = host.legacy("tasks/get", {"taskId": running}).json()["result"]
+    assert cut["status"] == "failed" and "restarted" in cut["statusMessage"]
+    err = reply_of(host.legacy("tasks/result", {"taskId": running}))["error"]
+    assert err["code"] == -32603 and "restarted" in err["message"]
+    listed = {t["taskId"] for t in host.legacy("tasks/list").json()["result"]["tasks"]}
+    assert {done, failed, running} <= listed
+
+
+def test_another_session_still_cannot_see_tasks_after_a_restart(start_daemon: Any, tmp_path: Path, raw_host: Any) -> None:
+    d = start_daemon({"mcpServers": {"fx": stdio_server(tmp_path)}}, name="iso")
+    owner = raw_host(d.url)
+    owner.initialize()
+    tid = _task(owner, "fx__echo", {"text": "x"})
+    d.stop(signal.SIGKILL)
+    d.start(port=d.port)
+    other = raw_host(d.url)
+    other.initialize()
+    assert other.legacy("tasks/get", {"taskId": tid}).json()["error"]["code"] == -32602
+    assert owner.legacy("tasks/get", {"taskId": tid}).json()["result"]["taskId"] == tid
+
+
+def test_a_store_that_cannot_write_fails_the_call_without_a_handle(start_daemon: Any, tmp_path: Path, raw_host: Any) -> None:
+    d = start_daemon({"mcpServers": {"fx": stdio_server(tmp_path)}}, name="broken")
+    host = raw_host(d.url)
+    host.initialize()
+    with sqlite3.connect(d.state_dir / "mcpx.db") as db:  # another process breaks the database
+        db.execute("DROP TABLE tasks")
+    frame = host.legacy("tools/call", {"name": "fx__echo", "arguments": {"text": "x"}, "task": {}}).json()
+    assert frame["error"]["code"] == -32603 and "task" in frame["error"]["message"]
+    assert "result" not in frame
+    ok = host.legacy("tools/call", {"name": "fx__echo", "arguments": {"text": "plain"}}).json()
+    assert ok["result"]["content"][0]["text"] == "plain"  # the daemon itself is fine
