@@ -113,7 +113,6 @@ class Daemon:
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             sock.bind(("127.0.0.1", self.port))
             sock.listen(512)
-            sock.set_inheritable(True)
             port = sock.getsockname()[1]
             app = Starlette(
                 routes=[

@@ -19,12 +19,13 @@ from ..protocol.errors import (
     UpstreamUnavailable,
     upstream_error_for,
 )
-from ..protocol.revisions import LEGACY_LATEST, META_SUBSCRIPTION, MODERN
+from ..protocol.revisions import LEGACY_LATEST, META_SUBSCRIPTION, MODERN, TASKS_EXTENSION
 from ..tasks.engine import TaskEngine
 from ..tasks.model import legacy_task
 from ..upstream.catalogue import KINDS
 from ..upstream.pool import UpstreamPool, UpstreamServer
 from .connection import RequestContext
+from .modern_tasks import ModernTasks, detailed
 from .legacy_tasks import TASK_CAPABILITY, LegacyTasks, TaskErrorReply, task_support, tasks_enabled
 from .subscriptions import LIST_FILTERS, Hub, Listener
 
@@ -44,6 +45,7 @@ class Dispatcher:
         self.hub = hub
         self.engine = engine
         self.legacy_tasks = LegacyTasks(self)
+        self.modern_tasks = ModernTasks(self)
         engine.on_change = self._task_changed
 
     # ---- capabilities: declare only what this revision really gets -----------------------
@@ -62,6 +64,8 @@ class Dispatcher:
         caps: dict[str, Any] = {"tools": {"listChanged": True}, "logging": {}}
         if revision == LEGACY_LATEST:
             caps["tasks"] = TASK_CAPABILITY
+        elif revision == MODERN:
+            caps["extensions"] = {TASKS_EXTENSION: {}}
         if "prompts" in up:
             caps["prompts"] = {"listChanged": True}
         if "resources" in up:
@@ -177,6 +181,9 @@ class Dispatcher:
             self.legacy_tasks.check_required(ctx, task_support(self, route.server, route.item, route.name), params)
             if "task" in params:
                 return await self.legacy_tasks.call_as_task(ctx, params, route, server)
+        if ctx.era == "modern":
+            support = task_support(self, route.server, route.item, route.name)
+            return await self.modern_tasks.call(ctx, {k: v for k, v in params.items() if k != "task"}, route, server, support)
         return await self.call_tool(ctx, params, route, server)
 
     async def call_tool(self, ctx: RequestContext, params: dict[str, Any], route: Any, server: UpstreamServer) -> dict[str, Any]:
@@ -259,9 +266,15 @@ class Dispatcher:
         if isinstance(wanted.get("resourceSubscriptions"), list) and caps.get("resources", {}).get("subscribe"):
             resources = {u for u in wanted["resourceSubscriptions"] if isinstance(u, str)}
             agreed["resourceSubscriptions"] = sorted(resources)
-        listener = Listener(rid, ctx.notify, methods, resources)
+        task_ids: list[str] = []
+        if "taskIds" in wanted:
+            task_ids = await self.modern_tasks.listen_tasks(ctx, wanted["taskIds"], ctx.notify, rid)
+            agreed["taskIds"] = task_ids
+        listener = Listener(rid, ctx.notify, methods, resources, set(task_ids))
         await ctx.notify(jsonrpc.notification("notifications/subscriptions/acknowledged", {"_meta": {META_SUBSCRIPTION: rid}, "notifications": agreed}))
         key = self.hub.add(listener)
+        for task_id in task_ids:  # the current state at once, then on every change
+            await self.modern_tasks.send_state(task_id, ctx.notify, rid)
         try:
             await anyio.sleep_forever()
         finally:
@@ -289,9 +302,25 @@ class Dispatcher:
         if not tasks_enabled(ctx):
             raise MethodNotFound(f"Method not found: tasks exist only in 2025-11-25 sessions (this one is {ctx.revision})")
 
+    async def _modern_get(self, ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
+        return await self.modern_tasks.get(ctx, params)
+
+    async def _modern_update(self, ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
+        return await self.modern_tasks.update(ctx, params)
+
+    async def _modern_cancel(self, ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
+        return await self.modern_tasks.cancel(ctx, params)
+
+    async def answer_task_inputs(self, task: Any, responses: dict[str, Any], ctx: RequestContext) -> None:
+        """No question is outstanding until the broker lands (issue 6): every key is ignored."""
+
     async def _task_changed(self, task: Any) -> None:
-        """notifications/tasks/status (a whole Task) to the owning legacy session, if it can hear."""
-        if task.era != "legacy" or not task.owner.startswith("conn:"):
+        """Legacy: notifications/tasks/status to the owning session. Modern: notifications/tasks
+        (a DetailedTask) on every listen stream that asked for this task."""
+        if task.era == "modern":
+            await self.hub.task_changed(task.id, detailed(task))
+            return
+        if not task.owner.startswith("conn:"):
             return
         conn = self.hub.legacy.get(task.owner[5:])
         if conn is not None and conn.send is not None:
@@ -341,4 +370,11 @@ _LEGACY = {
     "resources/subscribe": Dispatcher._subscribe,
     "resources/unsubscribe": Dispatcher._unsubscribe,
 }
-_MODERN = {**_COMMON, "server/discover": Dispatcher._discover, "subscriptions/listen": Dispatcher._ping}
+_MODERN = {
+    **_COMMON,
+    "server/discover": Dispatcher._discover,
+    "subscriptions/listen": Dispatcher._ping,  # dispatched in handle(): it needs the request id
+    "tasks/get": Dispatcher._modern_get,
+    "tasks/update": Dispatcher._modern_update,
+    "tasks/cancel": Dispatcher._modern_cancel,
+}

@@ -36,7 +36,7 @@ KEEPALIVE_S = 15.0
 MAX_MODERN_IDENTITIES = 1024
 _LOOPBACK_HOSTS = {"127.0.0.1", "localhost", "::1", "[::1]"}
 # Methods whose reply may stream notifications first; the rest answer as one JSON body.
-_STREAMING = frozenset({"tools/call"})
+_STREAMING = frozenset({"tools/call", "subscriptions/listen", "tasks/result"})
 
 
 class McpEndpoint:
@@ -124,7 +124,7 @@ class McpEndpoint:
             conn = self._modern_identity(principal, msg.params, peer)
             try:
                 ctx = self.router.modern_context(conn, msg.params, None)
-                modern.check_headers(msg.method, msg.params, headers, tasks_extension=False)
+                modern.check_headers(msg.method, msg.params, headers, tasks_extension=True)
             except McpError as exc:
                 return await _json(send, exc.http_status, emit(MODERN, msg.method, jsonrpc.error_from(msg.id, exc)))
         else:

@@ -32,6 +32,7 @@ class Listener:
     send: Send
     methods: set[str]
     resources: set[str] = field(default_factory=set)
+    task_ids: set[str] = field(default_factory=set)
 
 
 class Hub:
@@ -55,6 +56,11 @@ class Hub:
             for conn in list(self.legacy.values()):
                 if conn.send is not None:
                     await _send(conn.send, jsonrpc.notification(method))
+
+    async def task_changed(self, task_id: str, state: dict[str, Any]) -> None:
+        for listener in list(self.listeners.values()):
+            if task_id in listener.task_ids:
+                await _send(listener.send, jsonrpc.notification("notifications/tasks", {**state, "_meta": {META_SUBSCRIPTION: listener.subscription_id}}))
 
     async def resource_updated(self, uri: str) -> None:
         for listener in list(self.listeners.values()):

@@ -31,6 +31,19 @@ def now_ms() -> int:
     return int(time.time() * 1000)
 
 
+class Run:
+    """One upstream call under the engine: becomes a task when `task_id` is set."""
+
+    def __init__(self, era: str) -> None:
+        self.era = era
+        self.scope = anyio.CancelScope()
+        self.done = anyio.Event()
+        self.task_id: str | None = None
+        self.outcome: tuple[str, Any, Any, str | None] | None = None
+        self.result: dict[str, Any] | None = None
+        self.exception: BaseException | None = None
+
+
 class TaskEngine:
     def __init__(self, store: TaskStore) -> None:
         self.store = store
@@ -51,35 +64,63 @@ class TaskEngine:
 
     async def create(self, *, owner: str, owner_info: dict[str, Any], upstream: str, tool: str, arguments: dict[str, Any], era: str, ttl_ms: int | None, poll_ms: int, call: Call) -> Task:
         """The row is committed before this returns; only then does the work start."""
-        t = now_ms()
-        task = Task(new_task_id(), WORKING, t, t, ttl_ms, poll_ms, owner, upstream, tool, arguments, era, owner_info=owner_info)
+        task = self.new_record(owner=owner, owner_info=owner_info, upstream=upstream, tool=tool, arguments=arguments, era=era, ttl_ms=ttl_ms, poll_ms=poll_ms)
         await self.store.put(task)
-        assert self.tg is not None
-        scope = anyio.CancelScope()
-        self._scopes[task.id] = scope
-        self.tg.start_soon(self._run, task, call, scope)
+        run = Run(task.era)
+        run.task_id = task.id
+        self._start(run, lambda: call(task))
         return task
 
-    async def _run(self, task: Task, call: Call, scope: anyio.CancelScope) -> None:
-        outcome: tuple[str, dict[str, Any] | None, dict[str, Any] | None, str | None] | None = None
+    def new_record(self, *, owner: str, owner_info: dict[str, Any], upstream: str, tool: str, arguments: dict[str, Any], era: str, ttl_ms: int | None, poll_ms: int) -> Task:
+        t = now_ms()
+        return Task(new_task_id(), WORKING, t, t, ttl_ms, poll_ms, owner, upstream, tool, arguments, era, owner_info=owner_info)
+
+    def begin(self, era: str, call: Callable[[], Awaitable[dict[str, Any]]]) -> "Run":
+        """Start a call that may or may not become a task (2026: the server decides, later)."""
+        run = Run(era)
+        self._start(run, call)
+        return run
+
+    async def adopt(self, run: "Run", task: Task) -> Task:
+        """Turn a running call into a task: commit the row, then let the outcome land in it."""
+        await self.store.put(task)
+        run.task_id = task.id
+        self._scopes[task.id] = run.scope
+        if run.done.is_set() and run.outcome is not None:  # it finished while the row was written
+            await self._finish(task.id, *run.outcome)
+        return task
+
+    def _start(self, run: "Run", call: Callable[[], Awaitable[dict[str, Any]]]) -> None:
+        assert self.tg is not None
+        if run.task_id is not None:
+            self._scopes[run.task_id] = run.scope
+        self.tg.start_soon(self._run, run, call)
+
+    async def _run(self, run: "Run", call: Callable[[], Awaitable[dict[str, Any]]]) -> None:
         try:
-            with scope:
+            with run.scope:
                 try:
-                    result = await call(task)
-                    status = legacy_status_for_result(result) if task.era == "legacy" else COMPLETED
-                    outcome = (status, result, None, "the tool reported an error" if status == FAILED else None)
+                    result = await call()
+                    run.result = result
+                    status = legacy_status_for_result(result) if run.era == "legacy" else COMPLETED
+                    run.outcome = (status, result, None, "the tool reported an error" if status == FAILED else None)
                 except UpstreamError as exc:
-                    outcome = (FAILED, None, exc.error, str(exc.error.get("message", "upstream error")))
+                    run.exception = exc
+                    run.outcome = (FAILED, None, exc.error, str(exc.error.get("message", "upstream error")))
                 except McpError as exc:
-                    outcome = (FAILED, None, exc.to_error(), exc.message)
+                    run.exception = exc
+                    run.outcome = (FAILED, None, exc.to_error(), exc.message)
                 except Exception as exc:  # the task fails; the daemon does not
-                    log.exception("task %s crashed", task.id)
-                    outcome = (FAILED, None, {"code": INTERNAL_ERROR, "message": f"internal error: {exc}"}, "internal error")
+                    log.exception("task call crashed")
+                    run.exception = exc
+                    run.outcome = (FAILED, None, {"code": INTERNAL_ERROR, "message": f"internal error: {exc}"}, "internal error")
         finally:
-            self._scopes.pop(task.id, None)
-        if outcome is not None:
+            if run.task_id is not None:
+                self._scopes.pop(run.task_id, None)
+            run.done.set()
+        if run.outcome is not None and run.task_id is not None:
             with anyio.CancelScope(shield=True):
-                await self._finish(task.id, *outcome)
+                await self._finish(run.task_id, *run.outcome)
 
     async def _finish(self, task_id: str, status: str, result: Any, error: Any, message: str | None) -> None:
         current = await self.store.get(task_id)
@@ -120,7 +161,8 @@ class TaskEngine:
                 await self.wait_change(task_id)
 
     async def cancel(self, task: Task, message: str = "cancelled by the host") -> Task:
-        """Legacy semantics: the record is `cancelled` (and stays so) before this returns."""
+        """The record is `cancelled` (and stays so) before this returns; the work is stopped.
+        (2026 allows any honest end state; here the stop always succeeds, so it is `cancelled`.)"""
         done = task.move(CANCELLED, now_ms(), message=message)
         await self._save(done)
         self.stop_work(task.id)

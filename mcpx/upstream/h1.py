@@ -13,8 +13,7 @@ what an MCP upstream needs and no more:
   of reply is retried once on a fresh one (the server never saw it);
 - one write per request (head and body together), Content-Length bodies only;
 - replies framed by Content-Length, chunked transfer coding, or the connection closing;
-- TLS for https URLs through anyio, certificates checked against the system store (and certifi's
-  bundle when installed, as httpx did);
+- TLS for https URLs through anyio, certificates checked as httpx's default transport did;
 - cookies the origin sets are kept (stdlib `http.cookiejar`) and sent back, as httpx's client did;
 - leaving a response before its end closes its connection, which is how a 2026-07-28 client cancels.
 
@@ -28,6 +27,7 @@ from __future__ import annotations
 
 import base64
 import email.message
+import os
 import re
 import select
 import socket
@@ -69,16 +69,25 @@ class InvalidRequest(HttpError):
 
 
 def ssl_context() -> ssl.SSLContext:
-    """One verifying context per process: the system's CAs, plus certifi's bundle if installed."""
+    """One verifying context per process, trusting what httpx's default transport trusted.
+
+    `SSL_CERT_FILE` or `SSL_CERT_DIR` when set (and nothing else); otherwise certifi's bundle when
+    installed, plus the system's store.
+    """
     global _ssl_context
     if _ssl_context is None:
-        ctx = ssl.create_default_context()
-        try:
-            import certifi
-        except ImportError:
-            pass
+        if os.environ.get("SSL_CERT_FILE"):
+            ctx = ssl.create_default_context(cafile=os.environ["SSL_CERT_FILE"])
+        elif os.environ.get("SSL_CERT_DIR"):
+            ctx = ssl.create_default_context(capath=os.environ["SSL_CERT_DIR"])
         else:
-            ctx.load_verify_locations(certifi.where())
+            ctx = ssl.create_default_context()
+            try:
+                import certifi
+            except ImportError:
+                pass
+            else:
+                ctx.load_verify_locations(certifi.where())
         _ssl_context = ctx
     return _ssl_context
 
@@ -264,13 +273,15 @@ class Client:
         return _Exchange(self, method, self._head(method, headers, content) + content, connect_timeout)
 
     def _head(self, method: str, headers: Mapping[str, str], content: bytes) -> bytes:
-        lines = [f"{method} {self.target} HTTP/1.1\r\nHost: {self.host_header}\r\n"]
+        lines = [f"{method} {self.target} HTTP/1.1\r\n"]
         seen = set()
         for name, value in headers.items():
             if _BAD_HEADER.search(name) or _BAD_HEADER.search(value):
                 raise InvalidRequest(f"header {name!r} has a CR, LF or NUL in it")
             seen.add(name.lower())
             lines.append(f"{name}: {value}\r\n")
+        if "host" not in seen:
+            lines.insert(1, f"Host: {self.host_header}\r\n")
         if "user-agent" not in seen:
             lines.append(f"User-Agent: {USER_AGENT}\r\n")
         if self.authorization is not None and "authorization" not in seen:

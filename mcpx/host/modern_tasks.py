@@ -1,0 +1,144 @@
+"""The 2026-07-28 `io.modelcontextprotocol/tasks` extension for modern hosts.
+
+The server decides per request: for a client whose own request declares the extension, a call
+still running after `tasks.taskAfterMs` (at once for `required` tools) becomes a task; `forbidden`
+never does; `params.task` is ignored. Task ids are reachable by id alone unless auth binds them to
+a principal (the extension's model); the creating host is still recorded for the console.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import anyio
+
+from ..protocol import jsonrpc
+from ..protocol.errors import InternalError, InvalidParams, McpError, MissingClientCapability, UpstreamError
+from ..protocol.revisions import META_SUBSCRIPTION, TASKS_EXTENSION
+from ..tasks.model import COMPLETED, FAILED, INPUT_REQUIRED, Task, modern_task
+from ..tasks.store import StoreError
+from .connection import RequestContext
+
+if TYPE_CHECKING:
+    from .dispatch import Dispatcher
+
+REQUIRED = {"extensions": {TASKS_EXTENSION: {}}}
+
+
+def declares(ctx: RequestContext) -> bool:
+    ext = ctx.client_caps.get("extensions")
+    return isinstance(ext, dict) and TASKS_EXTENSION in ext
+
+
+def require(ctx: RequestContext) -> None:
+    if not declares(ctx):
+        raise MissingClientCapability("Missing required client capability: the io.modelcontextprotocol/tasks extension", {"requiredCapabilities": REQUIRED})
+
+
+def detailed(task: Task) -> dict[str, Any]:
+    """DetailedTask: what tasks/get returns and notifications/tasks carry (X4)."""
+    out = modern_task(task)
+    if task.status == COMPLETED and task.result is not None:
+        # X10: the inlined CallToolResult carries its own resultType.
+        out["result"] = {**task.result, "resultType": "complete"}
+    elif task.status == FAILED:
+        out["error"] = task.error or {"code": -32603, "message": task.status_message or "failed"}
+    elif task.status == INPUT_REQUIRED:
+        out["inputRequests"] = {}  # filled by the question broker (issue 6)
+    return out
+
+
+class ModernTasks:
+    def __init__(self, dispatcher: "Dispatcher") -> None:
+        self.d = dispatcher
+
+    def owner(self, ctx: RequestContext) -> str:
+        return f"principal:{ctx.conn.principal}" if ctx.conn.principal else f"modern:{ctx.conn.id}"
+
+    async def _find(self, ctx: RequestContext, params: dict[str, Any]) -> Task:
+        require(ctx)
+        task_id = params.get("taskId")
+        task = await self.d.engine.get(task_id) if isinstance(task_id, str) else None
+        # Bound to a principal only when one exists; otherwise the id is the capability.
+        if task is None or task.era != "modern" or (task.owner.startswith("principal:") and task.owner != self.owner(ctx)):
+            raise InvalidParams(f"Unknown task: {task_id}")
+        return task
+
+    async def call(self, ctx: RequestContext, params: dict[str, Any], route: Any, server: Any, support: str) -> dict[str, Any]:
+        """tools/call for a modern host: inline result, or a task handle when the call runs long."""
+        if not declares(ctx):
+            if support == "required":
+                raise MissingClientCapability("This tool runs only as a task: declare the io.modelcontextprotocol/tasks extension", {"requiredCapabilities": REQUIRED})
+            return await self.d.call_tool(ctx, params, route, server)
+        if support == "forbidden":
+            return await self.d.call_tool(ctx, params, route, server)
+        cfg = self.d.config.tasks
+        # The request stream ends with the handle: no progress or log for tasks (tasks.md:505).
+        detached = RequestContext(ctx.conn, ctx.era, ctx.revision, ctx.client_caps, ctx.meta, None, None)
+        run = self.d.engine.begin("modern", lambda: self.d.call_tool(detached, params, route, server))
+        wait = 0 if support == "required" else cfg.taskAfterMs / 1000
+        try:
+            if wait:
+                with anyio.move_on_after(wait):
+                    await run.done.wait()
+        except anyio.get_cancelled_exc_class():
+            run.scope.cancel()  # the host closed its stream before there was a task: a cancel
+            raise
+        if run.done.is_set() and support != "required":
+            if run.exception is not None:
+                raise run.exception
+            assert run.result is not None
+            return run.result
+        record = self.d.engine.new_record(
+            owner=self.owner(ctx), owner_info=ctx.conn.describe(), upstream=server.key, tool=route.name,
+            arguments=params.get("arguments") or {}, era="modern", ttl_ms=cfg.ttlMs, poll_ms=cfg.pollIntervalMs,
+        )
+        try:
+            with anyio.CancelScope(shield=True):  # once started, the row must land even if the host leaves
+                task = await self.d.engine.adopt(run, record)
+        except StoreError as exc:
+            run.scope.cancel()
+            raise InternalError(f"could not create the task: {exc}") from None
+        return {**modern_task(task), "resultType": "task"}
+
+    async def get(self, ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
+        return detailed(await self._find(ctx, params))
+
+    async def update(self, ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
+        task = await self._find(ctx, params)
+        if not isinstance(params.get("inputResponses"), dict):
+            raise InvalidParams("tasks/update: params.inputResponses must be an object")
+        # Keys that are not outstanding are ignored (tasks.md:379); the broker answers the rest.
+        await self.d.answer_task_inputs(task, params["inputResponses"], ctx)
+        return {}
+
+    async def cancel(self, ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
+        task = await self._find(ctx, params)
+        if not task.terminal:
+            try:
+                await self.d.engine.cancel(task)
+            except StoreError as exc:
+                raise InternalError(f"could not cancel the task: {exc}") from None
+        return {}  # an ack, whatever state the task is in (cooperative; terminal is no error)
+
+    async def listen_tasks(self, ctx: RequestContext, ids: Any, send: Any, subscription_id: Any) -> list[str]:
+        """Validate taskIds for a listen stream; returns the ids agreed (unknown ones are left out)."""
+        require(ctx)
+        if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
+            raise InvalidParams("subscriptions/listen: notifications.taskIds must be a list of strings")
+        agreed = []
+        for task_id in ids:
+            try:
+                await self._find(ctx, {"taskId": task_id})
+            except McpError:
+                continue
+            agreed.append(task_id)
+        return agreed
+
+    async def send_state(self, task_id: str, send: Any, subscription_id: Any) -> None:
+        task = await self.d.engine.get(task_id)
+        if task is not None:
+            await send(jsonrpc.notification("notifications/tasks", {**detailed(task), "_meta": {META_SUBSCRIPTION: subscription_id}}))
+
+
+__all__ = ["ModernTasks", "UpstreamError", "declares"]
