@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import logging
+import secrets
 from typing import Any
 
 import anyio
 
 from .. import __version__
 from ..config import Config
-from ..protocol import jsonrpc, legacy, modern, pagination, shaping
+from ..protocol import jsonrpc, legacy, modern, pagination, request_state, shaping
 from ..protocol.errors import (
     InternalError,
     InvalidParams,
@@ -20,7 +21,7 @@ from ..protocol.errors import (
     upstream_error_for,
 )
 from ..protocol.revisions import LEGACY_LATEST, META_SUBSCRIPTION, MODERN, TASKS_EXTENSION
-from ..tasks.engine import TaskEngine
+from ..tasks.engine import TaskEngine, now_ms
 from ..tasks.model import legacy_task
 from ..upstream.catalogue import KINDS
 from ..upstream.pool import UpstreamPool, UpstreamServer
@@ -36,6 +37,9 @@ INSTRUCTIONS = "mcpx gateway: tools, prompts and resources from several MCP serv
 # Request-scoped notifications a call relays to its host; anything else an upstream sends on a
 # request's stream is not the host's business.
 _RELAYED = frozenset({"notifications/progress", "notifications/message"})
+# Methods that may answer input_required (mrtr.mdx:184-192), and the capabilities those rounds use.
+_MRTR_METHODS = frozenset({"tools/call", "prompts/get", "resources/read"})
+_RELAYABLE_CAPS = frozenset({"elicitation", "sampling", "roots"})
 
 
 class Dispatcher:
@@ -46,6 +50,7 @@ class Dispatcher:
         self.engine = engine
         self.legacy_tasks = LegacyTasks(self)
         self.modern_tasks = ModernTasks(self)
+        self.state_key = secrets.token_bytes(32)  # signs MRTR requestState; per daemon
         engine.on_change = self._task_changed
 
     # ---- capabilities: declare only what this revision really gets -----------------------
@@ -162,15 +167,40 @@ class Dispatcher:
         return await self._list(ctx, params, "resourceTemplates")
 
     # ---- forwarded requests --------------------------------------------------------------
-    async def _forward(self, ctx: RequestContext, server: UpstreamServer, method: str, params: dict[str, Any], timeout: float | None = None) -> dict[str, Any]:
+    async def _forward(self, ctx: RequestContext, server: UpstreamServer, method: str, params: dict[str, Any], timeout: float | None = None, *, raw_state: bool = False) -> dict[str, Any]:
+        """One upstream request for a host request. Between a 2026 host and a 2026 upstream, MRTR
+        rounds pass through: the host's real capabilities go up, `inputRequests` come down, and the
+        upstream's requestState travels inside mcpx's own signed one (`raw_state` keeps it bare,
+        for rounds mcpx answers itself, e.g. inside a task)."""
         session = await server.ready_session()
         up = {k: v for k, v in params.items() if k not in ("task", "inputResponses", "requestState")}
-        # Questions from upstreams are not relayed yet, so declare no client capability upstream.
-        up = session.shape_params(up, client_caps={}, log_level=ctx.log_level if ctx.era == "modern" else None)
+        mrtr = ctx.era == "modern" and session.era == "modern" and method in _MRTR_METHODS
+        bound = request_state.binding(method, up)
+        round_ = 0
+        caps: dict[str, Any] = {}
+        if mrtr:
+            caps = {k: v for k, v in ctx.client_caps.items() if k in _RELAYABLE_CAPS}
+            if "inputResponses" in params:
+                up["inputResponses"] = params["inputResponses"]
+            if params.get("requestState") is not None:
+                state = params["requestState"]
+                if not raw_state:
+                    state, round_ = request_state.unwrap(self.state_key, state, bound, now_ms())
+                if state is not None:
+                    up["requestState"] = state
+        log_level = ctx.log_level if ctx.era == "modern" else ctx.conn.log_level
+        up = session.shape_params(up, client_caps=caps, log_level=log_level)
         try:
-            return await session.request(method, up, on_notify=self._relay(ctx), timeout=timeout)
+            res = await session.request(method, up, on_notify=self._relay(ctx), timeout=timeout)
         except TimeoutError:
             raise UpstreamUnavailable(f"upstream {server.key!r} did not answer {method} within {timeout} s") from None
+        if res.get("resultType") == "input_required":
+            if not mrtr:
+                # A question this host cannot be asked through mcpx yet (question relay: issue 6).
+                raise InternalError(f"upstream {server.key!r} asked for input that mcpx cannot relay to this host")
+            if not raw_state:
+                res = {**res, "requestState": request_state.wrap(self.state_key, res.get("requestState"), bound, round_ + 1, now_ms())}
+        return res
 
     async def _tools_call(self, ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
         route = self.pool.resolve(params.get("name"))
@@ -186,11 +216,13 @@ class Dispatcher:
             return await self.modern_tasks.call(ctx, {k: v for k, v in params.items() if k != "task"}, route, server, support)
         return await self.call_tool(ctx, params, route, server)
 
-    async def call_tool(self, ctx: RequestContext, params: dict[str, Any], route: Any, server: UpstreamServer) -> dict[str, Any]:
+    async def call_tool(self, ctx: RequestContext, params: dict[str, Any], route: Any, server: UpstreamServer, *, raw_state: bool = False) -> dict[str, Any]:
         """One upstream tools/call, shaped for the host's revision."""
         override = server.cfg.mcpx.tools.get(route.name)
         timeout = (override.callTimeout if override and override.callTimeout else None) or server.cfg.mcpx.callTimeout
-        res = await self._forward(ctx, server, "tools/call", {**params, "name": route.name}, timeout)
+        res = await self._forward(ctx, server, "tools/call", {**params, "name": route.name}, timeout, raw_state=raw_state)
+        if res.get("resultType") == "input_required":
+            return res  # not a CallToolResult: nothing to trim
         return shaping.call_result_for(res, ctx.revision)
 
     async def _prompts_get(self, ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
@@ -199,11 +231,13 @@ class Dispatcher:
             raise InvalidParams("prompts/get: params.arguments must be an object")
         server = self.pool.servers[route.server]
         res = await self._forward(ctx, server, "prompts/get", {**params, "name": route.name}, server.cfg.mcpx.callTimeout)
-        return shaping.result_for(res, ctx.revision)
+        return res if res.get("resultType") == "input_required" else shaping.result_for(res, ctx.revision)
 
     async def _resources_read(self, ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
         server, uri = self.pool.resolve_uri(params.get("uri"))
         res = await self._forward(ctx, server, "resources/read", {**params, "uri": uri}, server.cfg.mcpx.callTimeout)
+        if res.get("resultType") == "input_required":
+            return res  # an interim MRTR round: no contents, never cacheable
         if isinstance(res.get("contents"), list):
             res = {**res, "contents": [_rename_uri(c, server) for c in res["contents"]]}
         res = shaping.result_for(res, ctx.revision)
@@ -312,7 +346,27 @@ class Dispatcher:
         return await self.modern_tasks.cancel(ctx, params)
 
     async def answer_task_inputs(self, task: Any, responses: dict[str, Any], ctx: RequestContext) -> None:
-        """No question is outstanding until the broker lands (issue 6): every key is ignored."""
+        await self.engine.answer(task.id, responses)
+
+    def _bound(self, params: dict[str, Any], route: Any) -> str:
+        up = {k: v for k, v in params.items() if k not in ("task", "inputResponses", "requestState")}
+        up["name"] = route.name
+        return request_state.binding("tools/call", up)
+
+    def unwrap_round(self, params: dict[str, Any], route: Any) -> tuple[dict[str, Any], int]:
+        """The host's params with mcpx's signed requestState replaced by the upstream's own."""
+        if params.get("requestState") is None:
+            return params, 0
+        raw, round_ = request_state.unwrap(self.state_key, params["requestState"], self._bound(params, route), now_ms())
+        out = {k: v for k, v in params.items() if k != "requestState"}
+        if raw is not None:
+            out["requestState"] = raw
+        return out, round_
+
+    def wrap_round(self, res: dict[str, Any], params: dict[str, Any], route: Any, round_: int) -> dict[str, Any]:
+        """An MRTR round asked before any task existed, handed to the host with mcpx's signed state
+        (bound to the upstream params, as `_forward` checks it on the retry)."""
+        return {**res, "requestState": request_state.wrap(self.state_key, res.get("requestState"), self._bound(params, route), round_ + 1, now_ms())}
 
     async def _task_changed(self, task: Any) -> None:
         """Legacy: notifications/tasks/status to the owning session. Modern: notifications/tasks

@@ -44,8 +44,21 @@ def detailed(task: Task) -> dict[str, Any]:
     elif task.status == FAILED:
         out["error"] = task.error or {"code": -32603, "message": task.status_message or "failed"}
     elif task.status == INPUT_REQUIRED:
-        out["inputRequests"] = {}  # filled by the question broker (issue 6)
+        out["inputRequests"] = dict(task.input_requests)  # every request still outstanding
     return out
+
+
+class _Slot:
+    """Whether a running call has become a task (decided) and under which id (adopted)."""
+
+    def __init__(self) -> None:
+        self.decided = False
+        self.adopted = anyio.Event()
+        self.task_id: str | None = None
+
+
+def _is_mrtr(result: Any) -> bool:
+    return isinstance(result, dict) and result.get("resultType") == "input_required"
 
 
 class ModernTasks:
@@ -73,9 +86,29 @@ class ModernTasks:
         if support == "forbidden":
             return await self.d.call_tool(ctx, params, route, server)
         cfg = self.d.config.tasks
+        params, round_ = self.d.unwrap_round(params, route)  # inside, rounds carry the raw state
         # The request stream ends with the handle: no progress or log for tasks (tasks.md:505).
         detached = RequestContext(ctx.conn, ctx.era, ctx.revision, ctx.client_caps, ctx.meta, None, None)
-        run = self.d.engine.begin("modern", lambda: self.d.call_tool(detached, params, route, server))
+        slot = _Slot()
+
+        async def work() -> dict[str, Any]:
+            p = dict(params)
+            while True:
+                res = await self.d.call_tool(detached, p, route, server, raw_state=True)
+                if res.get("resultType") != "input_required":
+                    return res
+                if not slot.decided:
+                    return res  # asked before there is a task: the host answers it inline (MRTR)
+                await slot.adopted.wait()
+                assert slot.task_id is not None
+                # Inside a task the questions become the task's inputRequests (tasks.md:346).
+                answers = await self.d.engine.ask(slot.task_id, res.get("inputRequests") or {})
+                p = {k: v for k, v in params.items() if k not in ("inputResponses", "requestState")}
+                p["inputResponses"] = answers
+                if res.get("requestState") is not None:
+                    p["requestState"] = res["requestState"]
+
+        run = self.d.engine.begin("modern", work)
         wait = 0 if support == "required" else cfg.taskAfterMs / 1000
         try:
             if wait:
@@ -84,11 +117,14 @@ class ModernTasks:
         except anyio.get_cancelled_exc_class():
             run.scope.cancel()  # the host closed its stream before there was a task: a cancel
             raise
-        if run.done.is_set() and support != "required":
+        if run.done.is_set() and (support != "required" or _is_mrtr(run.result)):
             if run.exception is not None:
                 raise run.exception
             assert run.result is not None
+            if _is_mrtr(run.result):
+                return self.d.wrap_round(run.result, params, route, round_)
             return run.result
+        slot.decided = True
         record = self.d.engine.new_record(
             owner=self.owner(ctx), owner_info=ctx.conn.describe(), upstream=server.key, tool=route.name,
             arguments=params.get("arguments") or {}, era="modern", ttl_ms=cfg.ttlMs, poll_ms=cfg.pollIntervalMs,
@@ -99,6 +135,9 @@ class ModernTasks:
         except StoreError as exc:
             run.scope.cancel()
             raise InternalError(f"could not create the task: {exc}") from None
+        finally:
+            slot.task_id = record.id
+            slot.adopted.set()
         return {**modern_task(task), "resultType": "task"}
 
     async def get(self, ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:

@@ -8,11 +8,36 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
 from typing import Any
 
 import anyio
 import websockets
+from anyio.from_thread import BlockingPortal
 from websockets.asyncio.client import connect
+
+
+def _pump_stdin(portal: BlockingPortal, send: Any) -> None:
+    """Blocking stdin reads, in a daemon thread feeding the relay one line at a time.
+
+    Not anyio.to_thread: its worker threads are not daemon threads, so one blocked in readline()
+    kept the process alive after the daemon had gone, until the host closed stdin (a host waiting
+    for a reply never does, so it hung until its own timeout). And os.read on the fd, not
+    sys.stdin.buffer: a daemon thread blocked inside the buffered reader holds its lock, and the
+    interpreter aborts at exit when it cannot take that lock to close stdin.
+    """
+    fd = sys.stdin.fileno()
+    buf = b""
+    try:
+        while chunk := os.read(fd, 65536):
+            *lines, buf = (buf + chunk).split(b"\n")
+            for line in lines:
+                portal.call(send.send, line)
+        if buf:
+            portal.call(send.send, buf)
+        portal.call(send.close)  # EOF from the host
+    except (anyio.BrokenResourceError, anyio.ClosedResourceError, RuntimeError, OSError):
+        return  # the relay is over (RuntimeError: its portal has stopped)
 
 
 async def relay(port: int, token: str) -> int:
@@ -25,7 +50,8 @@ async def relay(port: int, token: str) -> int:
         print(f"mcpx serve: cannot reach the daemon at {url}: {exc}", file=sys.stderr)
         return 1
     code = 0
-    async with ws, anyio.create_task_group() as tg:
+    lines_tx, lines_rx = anyio.create_memory_object_stream[bytes](16)
+    async with ws, BlockingPortal() as portal, anyio.create_task_group() as tg:
 
         async def downstream() -> None:
             nonlocal code
@@ -43,17 +69,16 @@ async def relay(port: int, token: str) -> int:
 
         stdin_done = False
         tg.start_soon(downstream)
-        while True:
-            line: bytes = await anyio.to_thread.run_sync(sys.stdin.buffer.readline, abandon_on_cancel=True)
-            if not line:
-                break
-            text = line.decode("utf-8", errors="replace").strip()
-            if not text:
-                continue
-            try:
-                await ws.send(text)
-            except websockets.ConnectionClosed:
-                break
+        threading.Thread(target=_pump_stdin, args=(portal, lines_tx), name="mcpx-serve-stdin", daemon=True).start()
+        async with lines_rx:  # closed on the way out, so a pump blocked in send() gets out
+            async for line in lines_rx:
+                text = line.decode("utf-8", errors="replace").strip()
+                if not text:
+                    continue
+                try:
+                    await ws.send(text)
+                except websockets.ConnectionClosed:
+                    break
         stdin_done = True
         # EOF from the host: give in-flight replies a moment, then close.
         with anyio.move_on_after(0.5):
@@ -61,5 +86,3 @@ async def relay(port: int, token: str) -> int:
         await ws.close()
         tg.cancel_scope.cancel()
     return code
-
-

@@ -15,8 +15,8 @@ from typing import Any, Awaitable, Callable
 import anyio
 from anyio.abc import TaskGroup
 
-from ..protocol.errors import INTERNAL_ERROR, McpError, UpstreamError
-from .model import CANCELLED, COMPLETED, FAILED, TERMINAL, WORKING, Task, legacy_status_for_result, new_task_id
+from ..protocol.errors import INTERNAL_ERROR, InternalError, McpError, UpstreamError
+from .model import CANCELLED, COMPLETED, FAILED, INPUT_REQUIRED, TERMINAL, WORKING, Task, legacy_status_for_result, new_task_id
 from .store import TaskStore
 
 log = logging.getLogger("mcpx.tasks")
@@ -29,6 +29,13 @@ RESTARTED = "the mcpx daemon restarted while this call was running; its result i
 
 def now_ms() -> int:
     return int(time.time() * 1000)
+
+
+class _Questions:
+    def __init__(self, originals: dict[str, str]) -> None:
+        self.originals = originals
+        self.answers: dict[str, Any] = {}
+        self.done = anyio.Event()
 
 
 class Run:
@@ -51,6 +58,7 @@ class TaskEngine:
         self.on_change: OnChange | None = None
         self._scopes: dict[str, anyio.CancelScope] = {}
         self._changed: dict[str, anyio.Event] = {}
+        self._questions: dict[str, _Questions] = {}
 
     async def start(self, tg: TaskGroup) -> None:
         """Open the store, settle tasks a previous daemon left running, start writer and expiry."""
@@ -172,6 +180,50 @@ class TaskEngine:
         scope = self._scopes.get(task_id)
         if scope is not None:
             scope.cancel()  # the upstream call is cancelled upstream by the session
+
+    # ---- questions inside a task (2026 inputRequests; answered by tasks/update) -------------
+    async def ask(self, task_id: str, requests: dict[str, Any]) -> dict[str, Any]:
+        """Put the task in input_required with these requests, wait until every one is answered,
+        and return the answers under the upstream's own keys."""
+        task = await self.store.get(task_id)
+        if task is None or task.terminal:
+            raise InternalError(f"task {task_id} ended before its question could be asked")
+        exposed: dict[str, Any] = {}
+        originals: dict[str, str] = {}
+        used = task.keys_used
+        for key, request in requests.items():
+            used += 1
+            out = f"{used}-{key}"  # unique for the task's whole life (tasks.md:350)
+            exposed[out] = request
+            originals[out] = key
+        waiter = _Questions(originals)
+        self._questions[task_id] = waiter
+        task = replace(task.move(INPUT_REQUIRED, now_ms(), message="waiting for input"), input_requests=exposed, keys_used=used)
+        await self._save(task)
+        try:
+            await waiter.done.wait()
+        finally:
+            self._questions.pop(task_id, None)
+        current = await self.store.get(task_id)
+        if current is not None and not current.terminal:
+            await self._save(current.move(WORKING, now_ms()))
+        return waiter.answers
+
+    async def answer(self, task_id: str, responses: dict[str, Any]) -> None:
+        """Record answers for outstanding keys; others are ignored (tasks.md:379)."""
+        waiter = self._questions.get(task_id)
+        task = await self.store.get(task_id)
+        if waiter is None or task is None or task.terminal:
+            return
+        taken = {k: v for k, v in responses.items() if k in task.input_requests}
+        if not taken:
+            return
+        for key, value in taken.items():
+            waiter.answers[waiter.originals[key]] = value
+        left = {k: v for k, v in task.input_requests.items() if k not in taken}
+        await self._save(replace(task, input_requests=left, updated_ms=now_ms()))
+        if not left:
+            waiter.done.set()
 
     async def list_owner(self, owner: str, after: tuple[int, str] | None, limit: int) -> list[Task]:
         t = now_ms()

@@ -50,6 +50,9 @@ class Task:
     error: dict[str, Any] | None = None  # a JSON-RPC error object
     upstream_task_id: str | None = None
     owner_info: dict[str, Any] = field(default_factory=dict)  # for the console: who made it
+    # Outstanding questions while input_required, by a key unique for the task's whole life.
+    input_requests: dict[str, Any] = field(default_factory=dict)
+    keys_used: int = 0  # how many question keys this task has handed out
 
     @property
     def terminal(self) -> bool:
@@ -61,6 +64,8 @@ class Task:
     def move(self, status: str, now_ms: int, *, message: str | None = None, result: dict[str, Any] | None = None, error: dict[str, Any] | None = None) -> "Task":
         if status == self.status and status not in TERMINAL:
             return replace(self, updated_ms=now_ms, status_message=message if message is not None else self.status_message)
+        if status != INPUT_REQUIRED and self.input_requests:
+            self = replace(self, input_requests={})  # leaving input_required: nothing is asked any more
         if status not in _ALLOWED.get(self.status, set()):
             raise TransitionError(f"task {self.id}: {self.status} -> {status} is not allowed")
         return replace(self, status=status, updated_ms=now_ms, status_message=message, result=result if result is not None else self.result, error=error if error is not None else self.error)
