@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import secrets
 import time
 from dataclasses import dataclass, field
@@ -31,6 +32,32 @@ class HostConnection:
     send: Send | None = None
     in_flight: dict[Any, anyio.CancelScope] = field(default_factory=dict)
     resource_subscriptions: set[str] = field(default_factory=set)  # legacy resources/subscribe
+    # Requests mcpx sent to this (legacy) host, waiting for its response.
+    awaiting: dict[str, "_Reply"] = field(default_factory=dict)
+    _ids: itertools.count = field(default_factory=lambda: itertools.count(1))
+
+    async def request(self, send: Send, method: str, params: dict[str, Any], timeout: float) -> dict[str, Any]:
+        """Ask this host something (elicitation, sampling, roots) and wait for its answer."""
+        rid = f"mcpx-{next(self._ids)}"
+        reply = _Reply()
+        self.awaiting[rid] = reply
+        try:
+            await send({"jsonrpc": "2.0", "id": rid, "method": method, "params": params})
+            with anyio.fail_after(timeout):
+                await reply.done.wait()
+        finally:
+            self.awaiting.pop(rid, None)
+        msg = reply.msg or {}
+        if "error" in msg:
+            raise HostError(msg["error"] if isinstance(msg["error"], dict) else {"code": -32603, "message": str(msg["error"])})
+        result = msg.get("result")
+        return result if isinstance(result, dict) else {}
+
+    def resolve(self, msg: dict[str, Any]) -> None:
+        reply = self.awaiting.get(msg.get("id"))  # type: ignore[arg-type]
+        if reply is not None:
+            reply.msg = msg
+            reply.done.set()
 
     def describe(self) -> dict[str, Any]:
         return {
@@ -43,6 +70,20 @@ class HostConnection:
             "peer": self.peer,
             "created": self.created,
         }
+
+
+class _Reply:
+    def __init__(self) -> None:
+        self.done = anyio.Event()
+        self.msg: dict[str, Any] | None = None
+
+
+class HostError(Exception):
+    """The host answered one of our requests with a JSON-RPC error."""
+
+    def __init__(self, error: dict[str, Any]) -> None:
+        super().__init__(error.get("message"))
+        self.error = error
 
 
 @dataclass

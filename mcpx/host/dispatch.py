@@ -25,7 +25,7 @@ from ..tasks.engine import TaskEngine, now_ms
 from ..tasks.model import legacy_task
 from ..upstream.catalogue import KINDS
 from ..upstream.pool import UpstreamPool, UpstreamServer
-from .connection import RequestContext
+from .connection import HostError, RequestContext
 from .modern_tasks import ModernTasks, detailed
 from .legacy_tasks import TASK_CAPABILITY, LegacyTasks, TaskErrorReply, task_support, tasks_enabled
 from .subscriptions import LIST_FILTERS, Hub, Listener
@@ -40,6 +40,8 @@ _RELAYED = frozenset({"notifications/progress", "notifications/message"})
 # Methods that may answer input_required (mrtr.mdx:184-192), and the capabilities those rounds use.
 _MRTR_METHODS = frozenset({"tools/call", "prompts/get", "resources/read"})
 _RELAYABLE_CAPS = frozenset({"elicitation", "sampling", "roots"})
+_CAPABILITY_FOR = {"elicitation/create": "elicitation", "sampling/createMessage": "sampling", "roots/list": "roots"}
+QUESTION_TIMEOUT_S = 600.0
 
 
 class Dispatcher:
@@ -168,18 +170,25 @@ class Dispatcher:
 
     # ---- forwarded requests --------------------------------------------------------------
     async def _forward(self, ctx: RequestContext, server: UpstreamServer, method: str, params: dict[str, Any], timeout: float | None = None, *, raw_state: bool = False) -> dict[str, Any]:
-        """One upstream request for a host request. Between a 2026 host and a 2026 upstream, MRTR
-        rounds pass through: the host's real capabilities go up, `inputRequests` come down, and the
-        upstream's requestState travels inside mcpx's own signed one (`raw_state` keeps it bare,
-        for rounds mcpx answers itself, e.g. inside a task)."""
+        """One upstream request for a host request, with the questions the upstream asks on the way.
+
+        2026 upstream, 2026 host: MRTR rounds pass through; the host's real capabilities go up,
+        `inputRequests` come down, and the upstream's requestState travels inside mcpx's signed one
+        (`raw_state` keeps it bare, for rounds mcpx answers itself, e.g. inside a task).
+        2026 upstream, 2025 host with a stream to ask on: mcpx asks the host each question as a
+        server request and retries the upstream with the answers.
+        2025 upstream: its server requests during the call are asked of a 2025 host the same way.
+        """
         session = await server.ready_session()
         up = {k: v for k, v in params.items() if k not in ("task", "inputResponses", "requestState")}
-        mrtr = ctx.era == "modern" and session.era == "modern" and method in _MRTR_METHODS
+        can_ask_legacy = ctx.era == "legacy" and ctx.notify is not None
+        mrtr = session.era == "modern" and method in _MRTR_METHODS and (ctx.era == "modern" or can_ask_legacy)
         bound = request_state.binding(method, up)
         round_ = 0
         caps: dict[str, Any] = {}
         if mrtr:
             caps = {k: v for k, v in ctx.client_caps.items() if k in _RELAYABLE_CAPS}
+        if mrtr and ctx.era == "modern":
             if "inputResponses" in params:
                 up["inputResponses"] = params["inputResponses"]
             if params.get("requestState") is not None:
@@ -189,18 +198,63 @@ class Dispatcher:
                 if state is not None:
                     up["requestState"] = state
         log_level = ctx.log_level if ctx.era == "modern" else ctx.conn.log_level
-        up = session.shape_params(up, client_caps=caps, log_level=log_level)
+        on_request = self._asker(ctx) if can_ask_legacy else None
         try:
-            res = await session.request(method, up, on_notify=self._relay(ctx), timeout=timeout)
+            res = await session.request(method, session.shape_params(up, client_caps=caps, log_level=log_level), on_notify=self._relay(ctx), on_request=on_request, timeout=timeout)
+            rounds = 0
+            while res.get("resultType") == "input_required" and mrtr and ctx.era == "legacy":
+                rounds += 1
+                if rounds > request_state.MAX_ROUNDS:
+                    raise InternalError(f"upstream {server.key!r} kept asking for input ({rounds} rounds)")
+                answers = await self._ask_all(ctx, res.get("inputRequests") or {})
+                retry = {**up, "inputResponses": answers}
+                retry.pop("requestState", None)
+                if res.get("requestState") is not None:
+                    retry["requestState"] = res["requestState"]
+                res = await session.request(method, session.shape_params(retry, client_caps=caps, log_level=log_level), on_notify=self._relay(ctx), timeout=timeout)
         except TimeoutError:
             raise UpstreamUnavailable(f"upstream {server.key!r} did not answer {method} within {timeout} s") from None
         if res.get("resultType") == "input_required":
             if not mrtr:
-                # A question this host cannot be asked through mcpx yet (question relay: issue 6).
                 raise InternalError(f"upstream {server.key!r} asked for input that mcpx cannot relay to this host")
             if not raw_state:
                 res = {**res, "requestState": request_state.wrap(self.state_key, res.get("requestState"), bound, round_ + 1, now_ms())}
         return res
+
+    def _asker(self, ctx: RequestContext) -> Any:
+        async def ask(method: str, params: dict[str, Any]) -> dict[str, Any]:
+            return await self._ask_host(ctx, method, params)
+
+        return ask
+
+    async def _ask_host(self, ctx: RequestContext, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        """One question to a 2025 host, on the stream of the request that caused it."""
+        capability = _CAPABILITY_FOR.get(method)
+        if capability is None or capability not in ctx.client_caps:
+            raise MethodNotFound(f"the host did not declare {capability or method}; mcpx cannot ask it {method}")
+        if ctx.notify is None:
+            raise MethodNotFound(f"the host has no open stream to be asked {method} on")
+        clean = {k: v for k, v in params.items() if k != "_meta"}
+        try:
+            return await ctx.conn.request(ctx.notify, method, clean, QUESTION_TIMEOUT_S)
+        except HostError as exc:
+            raise UpstreamError(exc.error) from None
+        except TimeoutError:
+            raise InternalError(f"the host did not answer {method} within {QUESTION_TIMEOUT_S:.0f} s") from None
+
+    async def _ask_all(self, ctx: RequestContext, requests: dict[str, Any]) -> dict[str, Any]:
+        """Every MRTR inputRequest of one round, asked of the host at once."""
+        answers: dict[str, Any] = {}
+
+        async def one(key: str, request: Any) -> None:
+            if not isinstance(request, dict) or not isinstance(request.get("method"), str):
+                raise InternalError(f"upstream sent a malformed input request {key!r}")
+            answers[key] = await self._ask_host(ctx, request["method"], request.get("params") or {})
+
+        async with anyio.create_task_group() as tg:
+            for key, request in requests.items():
+                tg.start_soon(one, key, request)
+        return answers
 
     async def _tools_call(self, ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
         route = self.pool.resolve(params.get("name"))

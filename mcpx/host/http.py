@@ -36,7 +36,7 @@ KEEPALIVE_S = 15.0
 MAX_MODERN_IDENTITIES = 1024
 _LOOPBACK_HOSTS = {"127.0.0.1", "localhost", "::1", "[::1]"}
 # Methods whose reply may stream notifications first; the rest answer as one JSON body.
-_STREAMING = frozenset({"tools/call", "subscriptions/listen", "tasks/result"})
+_STREAMING = frozenset({"tools/call", "prompts/get", "resources/read", "subscriptions/listen", "tasks/result"})
 
 
 class McpEndpoint:
@@ -108,7 +108,11 @@ class McpEndpoint:
             return await _json(send, exc.http_status, emit(_rev_hint(headers), None, jsonrpc.error_from(None, exc)))
         sid = headers.get("mcp-session-id")
         if msg.kind == "response":
-            # Replies to server-to-client requests: none are sent yet, so nothing waits for them.
+            # A legacy host answering a request mcpx sent on one of its streams.
+            conn = await self._session(sid, principal) if sid is not None else None
+            if conn is None:
+                return await _json(send, 404 if sid is not None else 400, None)
+            self.router.response(conn, msg)
             return await _json(send, 202, None)
         if msg.kind == "notification":
             if not is_modern(msg.params) and sid is not None:

@@ -132,6 +132,8 @@ class LegacyTasks:
             done = await self.engine.cancel(task)
         except StoreError as exc:
             raise InternalError(f"could not cancel the task: {exc}") from None
+        if done is None:  # it finished while the cancel was on its way
+            raise InvalidParams(f"Task {task.id} has already finished and cannot be cancelled")
         return legacy_task(done)
 
     def check_required(self, ctx: RequestContext, support: str, params: dict[str, Any]) -> None:

@@ -104,6 +104,10 @@ class HostRouter:
         if scope is not None:
             scope.cancel()
 
+    def response(self, conn: HostConnection, msg: jsonrpc.Message) -> None:
+        """A host's reply to a request mcpx sent it (elicitation, sampling, roots)."""
+        conn.resolve(msg.raw)
+
     async def notification(self, conn: HostConnection, msg: jsonrpc.Message) -> None:
         if msg.method == "notifications/initialized":
             conn.initialized = True

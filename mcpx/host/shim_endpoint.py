@@ -66,7 +66,8 @@ class ShimEndpoint:
             await write(emit(conn.revision or LEGACY_LATEST, None, jsonrpc.error_from(None, exc)))
             return
         if msg.kind == "response":
-            return  # no server-to-client requests are sent yet
+            self.router.response(conn, msg)  # the host answering a request mcpx sent it
+            return
         if msg.kind == "notification":
             await self.router.notification(conn, msg)
             return

@@ -130,4 +130,10 @@ def upstream_error_for(error: dict[str, Any], revision: str) -> dict[str, Any]:
             out["code"] = INVALID_PARAMS
         elif -32099 <= code <= -32020 and (code not in _MODERN_RESERVED_OK or not _has_required_data(code, out.get("data"))):
             out["code"] = INTERNAL_ERROR
+    elif out["code"] == -32042:
+        # 2025-11-25 URLElicitationRequiredError must carry data.elicitations (schema); without it
+        # the frame is invalid for the host, so it becomes a plain internal error.
+        data = out.get("data")
+        if not (isinstance(data, dict) and isinstance(data.get("elicitations"), list)):
+            out["code"] = INTERNAL_ERROR
     return out

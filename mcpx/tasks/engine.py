@@ -59,6 +59,9 @@ class TaskEngine:
         self._scopes: dict[str, anyio.CancelScope] = {}
         self._changed: dict[str, anyio.Event] = {}
         self._questions: dict[str, _Questions] = {}
+        # Every status change re-reads the row and writes under this lock: a cancel and a
+        # completion racing each other leave exactly one terminal status (compare-and-set).
+        self._transition = anyio.Lock()
 
     async def start(self, tg: TaskGroup) -> None:
         """Open the store, settle tasks a previous daemon left running, start writer and expiry."""
@@ -131,13 +134,14 @@ class TaskEngine:
                 await self._finish(run.task_id, *run.outcome)
 
     async def _finish(self, task_id: str, status: str, result: Any, error: Any, message: str | None) -> None:
-        current = await self.store.get(task_id)
-        if current is None or current.terminal:
-            return  # cancelled (sticky) or expired meanwhile
-        try:
-            await self._save(current.move(status, now_ms(), message=message, result=result, error=error))
-        except Exception as exc:
-            log.error("task %s: could not record its outcome: %s", task_id, exc)
+        async with self._transition:
+            current = await self.store.get(task_id)
+            if current is None or current.terminal:
+                return  # cancelled (sticky) or expired meanwhile
+            try:
+                await self._save(current.move(status, now_ms(), message=message, result=result, error=error))
+            except Exception as exc:
+                log.error("task %s: could not record its outcome: %s", task_id, exc)
 
     async def _save(self, task: Task) -> None:
         await self.store.put(task)
@@ -168,11 +172,16 @@ class TaskEngine:
             with anyio.move_on_after(1.0):  # a periodic re-read also catches expiry
                 await self.wait_change(task_id)
 
-    async def cancel(self, task: Task, message: str = "cancelled by the host") -> Task:
-        """The record is `cancelled` (and stays so) before this returns; the work is stopped.
+    async def cancel(self, task: Task, message: str = "cancelled by the host") -> Task | None:
+        """The record is `cancelled` (and stays so) before this returns, and the work is stopped;
+        None when the task had already ended (the caller's era decides what that means).
         (2026 allows any honest end state; here the stop always succeeds, so it is `cancelled`.)"""
-        done = task.move(CANCELLED, now_ms(), message=message)
-        await self._save(done)
+        async with self._transition:
+            current = await self.store.get(task.id)
+            if current is None or current.terminal:
+                return None
+            done = current.move(CANCELLED, now_ms(), message=message)
+            await self._save(done)
         self.stop_work(task.id)
         return done
 
@@ -198,30 +207,35 @@ class TaskEngine:
             originals[out] = key
         waiter = _Questions(originals)
         self._questions[task_id] = waiter
-        task = replace(task.move(INPUT_REQUIRED, now_ms(), message="waiting for input"), input_requests=exposed, keys_used=used)
-        await self._save(task)
+        async with self._transition:
+            task = await self.store.get(task_id)
+            if task is None or task.terminal:
+                raise InternalError(f"task {task_id} ended before its question could be asked")
+            await self._save(replace(task.move(INPUT_REQUIRED, now_ms(), message="waiting for input"), input_requests=exposed, keys_used=used))
         try:
             await waiter.done.wait()
         finally:
             self._questions.pop(task_id, None)
-        current = await self.store.get(task_id)
-        if current is not None and not current.terminal:
-            await self._save(current.move(WORKING, now_ms()))
+        async with self._transition:
+            current = await self.store.get(task_id)
+            if current is not None and not current.terminal:
+                await self._save(current.move(WORKING, now_ms()))
         return waiter.answers
 
     async def answer(self, task_id: str, responses: dict[str, Any]) -> None:
         """Record answers for outstanding keys; others are ignored (tasks.md:379)."""
-        waiter = self._questions.get(task_id)
-        task = await self.store.get(task_id)
-        if waiter is None or task is None or task.terminal:
-            return
-        taken = {k: v for k, v in responses.items() if k in task.input_requests}
-        if not taken:
-            return
-        for key, value in taken.items():
-            waiter.answers[waiter.originals[key]] = value
-        left = {k: v for k, v in task.input_requests.items() if k not in taken}
-        await self._save(replace(task, input_requests=left, updated_ms=now_ms()))
+        async with self._transition:
+            waiter = self._questions.get(task_id)
+            task = await self.store.get(task_id)
+            if waiter is None or task is None or task.terminal:
+                return
+            taken = {k: v for k, v in responses.items() if k in task.input_requests}
+            if not taken:
+                return
+            for key, value in taken.items():
+                waiter.answers[waiter.originals[key]] = value
+            left = {k: v for k, v in task.input_requests.items() if k not in taken}
+            await self._save(replace(task, input_requests=left, updated_ms=now_ms()))
         if not left:
             waiter.done.set()
 

@@ -86,6 +86,7 @@ class UpstreamServer:
         self._transport = transport
         session = UpstreamSession(self.key, transport, self._on_event)
         async with anyio.create_task_group() as tg:
+            session.tg = tg
             await tg.start(self._run_transport, transport, session)
             try:
                 await session.start()

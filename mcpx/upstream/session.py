@@ -45,10 +45,18 @@ class Transport(Protocol):
     async def abort(self, request_id: Any) -> None: ...
 
 
+OnRequest = Callable[[str, dict[str, Any]], Awaitable[dict[str, Any]]]
+# Requests a server may send mid-call; mcpx relays them to whoever made the call.
+_CALL_METHODS = frozenset({"tools/call", "prompts/get", "resources/read"})
+# What mcpx declares to handshake upstreams: it can relay these to hosts that declared them.
+RELAYED_CLIENT_CAPS = {"elicitation": {}, "sampling": {}, "roots": {}}
+
+
 @dataclass
 class _Pending:
     method: str
     on_notify: OnNotify | None
+    on_request: OnRequest | None = None
     done: anyio.Event = field(default_factory=anyio.Event)
     reply: dict[str, Any] | None = None
 
@@ -67,12 +75,16 @@ class UpstreamSession:
         self._pending: dict[Any, _Pending] = {}
         self._progress: dict[str, tuple[Any, OnNotify]] = {}
         self.dead_reason: str | None = None
+        self.tg: Any = None  # where server-to-client requests are answered (set by the pool)
 
     # ---- inbound -------------------------------------------------------------------------
     async def feed(self, msg: dict[str, Any], related_id: Any) -> None:
         if "method" in msg:
             if "id" in msg:
-                await self._server_request(msg)
+                if self.tg is not None:
+                    self.tg.start_soon(self._server_request, msg, related_id)  # never block the reader
+                else:
+                    await self._server_request(msg, related_id)
             else:
                 await self._notification(msg, related_id)
             return
@@ -104,13 +116,28 @@ class UpstreamSession:
         if self.on_event is not None and isinstance(method, str):
             await self.on_event(method, params)
 
-    async def _server_request(self, msg: dict[str, Any]) -> None:
+    async def _server_request(self, msg: dict[str, Any], related_id: Any) -> None:
         method = msg.get("method")
+        params = msg.get("params") if isinstance(msg.get("params"), dict) else {}
+        slot = self._pending.get(related_id) if related_id is not None else None
+        if slot is None:
+            # Over stdio a request names no call. It is attached only when that is certain: exactly
+            # one call is in flight, so no other host's call could have caused it.
+            calls = [p for p in self._pending.values() if p.method in _CALL_METHODS]
+            slot = calls[0] if len(calls) == 1 else None
         if method == "ping":
             reply = jsonrpc.result(msg["id"], {})
+        elif slot is not None and slot.on_request is not None:
+            try:
+                reply = jsonrpc.result(msg["id"], await slot.on_request(str(method), params))
+            except McpError as exc:
+                reply = jsonrpc.error(msg["id"], exc.to_error())
+            except UpstreamError as exc:  # the host's own JSON-RPC error, passed back
+                reply = jsonrpc.error(msg["id"], exc.error)
+            except Exception as exc:
+                reply = jsonrpc.error(msg["id"], {"code": -32603, "message": f"mcpx could not get an answer: {exc}"})
         else:
-            # We declare no client capabilities upstream, so an honest server does not ask.
-            reply = jsonrpc.error(msg["id"], {"code": -32601, "message": f"mcpx does not answer {method} from upstreams"})
+            reply = jsonrpc.error(msg["id"], {"code": -32601, "message": f"mcpx cannot tell which call asked {method}; nobody can answer it"})
         try:
             await self.transport.send(reply)
         except ConnectionError:
@@ -129,6 +156,7 @@ class UpstreamSession:
         params: dict[str, Any] | None = None,
         *,
         on_notify: OnNotify | None = None,
+        on_request: OnRequest | None = None,
         timeout: float | None = None,
     ) -> dict[str, Any]:
         """Send one request and wait for its reply; cancelling this call cancels it upstream."""
@@ -143,7 +171,7 @@ class UpstreamSession:
             token_key = f"mcpx-{rid}"
             self._progress[token_key] = (meta["progressToken"], on_notify)
             params["_meta"] = {**meta, "progressToken": token_key}
-        slot = _Pending(method, on_notify)
+        slot = _Pending(method, on_notify, on_request)
         self._pending[rid] = slot
         try:
             try:
@@ -231,7 +259,7 @@ class UpstreamSession:
         with anyio.fail_after(INIT_TIMEOUT_S):
             res = await self.request(
                 "initialize",
-                {"protocolVersion": LEGACY_LATEST, "capabilities": {}, "clientInfo": CLIENT_INFO},
+                {"protocolVersion": LEGACY_LATEST, "capabilities": RELAYED_CLIENT_CAPS, "clientInfo": CLIENT_INFO},
             )
         version = res.get("protocolVersion")
         if version not in LEGACY_VERSIONS:

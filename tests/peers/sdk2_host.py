@@ -7,7 +7,9 @@ Run it with the SDK 2.3 peer venv's python (see ``tests/peers/venvs.py``)::
 
 Options: ``--header 'Name: value'`` (repeatable, HTTP only) adds a header to every
 HTTP request; ``--log-http FILE`` appends one JSON line per outgoing HTTP request
-(``{"method","url","headers","body"}``, HTTP only); ``--timeout S`` is the default
+(``{"method","url","headers","body"}``, HTTP only); ``--env NAME=VALUE`` (repeatable,
+stdio only) sets a variable for the spawned command, which otherwise gets only the SDK's
+short list of safe variables (HOME, PATH, ...); ``--timeout S`` is the default
 per-request read timeout.
 
 The script is a JSON list of steps (``--script @FILE`` reads it from a file)::
@@ -170,7 +172,8 @@ def _build_server(args: argparse.Namespace) -> Any:
     if args.stdio:
         if not args.command:
             raise SystemExit("--stdio needs a command after --")
-        return StdioServerParameters(command=args.command[0], args=args.command[1:])
+        env = dict(item.partition("=")[::2] for item in args.env) or None
+        return StdioServerParameters(command=args.command[0], args=args.command[1:], env=env)
     if not args.headers and not args.log_http:
         return args.url
     from mcp.client.streamable_http import streamable_http_client
@@ -264,6 +267,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--timeout", type=float, default=30.0, help="default per-request read timeout (s)")
     parser.add_argument("--header", dest="headers", action="append", default=[], help="'Name: value' (HTTP)")
     parser.add_argument("--log-http", default=None, help="append outgoing HTTP requests as JSON lines (HTTP)")
+    parser.add_argument("--env", action="append", default=[], help="NAME=VALUE for the spawned command (stdio)")
     args = parser.parse_args(argv)
     args.command = command
     script = args.script

@@ -130,10 +130,17 @@ def test_upstream_codes_outside_the_reserved_mcp_range_pass_unchanged_to_modern_
 
 
 @pytest.mark.parametrize("revision", LEGACY)
-@pytest.mark.parametrize("code", [-32002, -32042, -32050, -32020, -32603])
+@pytest.mark.parametrize("code", [-32002, -32050, -32020, -32603])
 def test_upstream_errors_reach_legacy_hosts_unchanged(revision: str, code: int) -> None:
     err = {"code": code, "message": "m", "data": {"x": 1}}
     assert upstream_error_for(err, revision) == err
+
+
+@pytest.mark.parametrize("revision", LEGACY)
+def test_url_elicitation_error_keeps_its_code_only_with_its_elicitations(revision: str) -> None:
+    good = {"code": -32042, "message": "m", "data": {"elicitations": []}}
+    assert upstream_error_for(good, revision) == good
+    assert upstream_error_for({"code": -32042, "message": "m", "data": {"x": 1}}, revision)["code"] == -32603
 
 
 def test_upstream_error_mapping_does_not_mutate_its_input() -> None:
