@@ -26,6 +26,7 @@ class HostConnection:
     client_info: dict[str, Any] = field(default_factory=dict)
     client_caps: dict[str, Any] = field(default_factory=dict)
     log_level: str | None = None
+    shim_pid: str | None = None  # the `mcpx serve` process behind a stdio connection
     initialized: bool = False
     created: float = field(default_factory=time.time)
     # Session-level outbound channel (stdio: the shim's websocket; legacy HTTP: the GET stream).
@@ -67,6 +68,7 @@ class HostConnection:
             "revision": self.revision,
             "clientInfo": self.client_info,
             "principal": self.principal,
+            "shimPid": self.shim_pid,
             "peer": self.peer,
             "created": self.created,
         }

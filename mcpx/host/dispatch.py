@@ -81,6 +81,13 @@ class Dispatcher:
             caps["completions"] = {}
         return caps
 
+    def tool_schema(self, exposed: Any) -> Any:
+        """The inputSchema hosts see for a tool, or None (an unknown tool is judged later)."""
+        for route in self.pool.catalogue():
+            if route.item["name"] == exposed:
+                return route.item.get("inputSchema")
+        return None
+
     # ---- entry point ---------------------------------------------------------------------
     async def reply(self, ctx: RequestContext, msg: jsonrpc.Message) -> dict[str, Any]:
         """The response frame for one request; never raises for anything a peer sent."""
@@ -322,17 +329,17 @@ class Dispatcher:
     async def _subscribe(self, ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
         exposed = params.get("uri")
         server, uri = self.pool.resolve_uri(exposed)
-        await self._forward(ctx, server, "resources/subscribe", {"uri": uri})
-        ctx.conn.resource_subscriptions.add(str(exposed))
+        if str(exposed) not in ctx.conn.resource_subscriptions:
+            ctx.conn.resource_subscriptions.add(str(exposed))
+            await server.watch(uri)  # subscribed upstream in its own era
         return {}
 
     async def _unsubscribe(self, ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
         exposed = params.get("uri")
         server, uri = self.pool.resolve_uri(exposed)
-        ctx.conn.resource_subscriptions.discard(str(exposed))
-        # Other sessions may still want updates for this URI; keep the upstream subscription then.
-        if not any(str(exposed) in c.resource_subscriptions for c in self.hub.legacy.values()):
-            await self._forward(ctx, server, "resources/unsubscribe", {"uri": uri})
+        if str(exposed) in ctx.conn.resource_subscriptions:
+            ctx.conn.resource_subscriptions.discard(str(exposed))
+            await server.unwatch(uri)
         return {}
 
     # ---- 2026 subscriptions/listen -------------------------------------------------------
@@ -351,8 +358,17 @@ class Dispatcher:
                 agreed[key] = True
                 methods.add(method)
         resources: set[str] = set()
+        watched: list[tuple[Any, str]] = []
         if isinstance(wanted.get("resourceSubscriptions"), list) and caps.get("resources", {}).get("subscribe"):
-            resources = {u for u in wanted["resourceSubscriptions"] if isinstance(u, str)}
+            for exposed in wanted["resourceSubscriptions"]:
+                if not isinstance(exposed, str):
+                    continue
+                try:
+                    server, uri = self.pool.resolve_uri(exposed)
+                except McpError:
+                    continue  # not a resource mcpx can route: not agreed
+                resources.add(exposed)
+                watched.append((server, uri))
             agreed["resourceSubscriptions"] = sorted(resources)
         task_ids: list[str] = []
         if "taskIds" in wanted:
@@ -361,12 +377,17 @@ class Dispatcher:
         listener = Listener(rid, ctx.notify, methods, resources, set(task_ids))
         await ctx.notify(jsonrpc.notification("notifications/subscriptions/acknowledged", {"_meta": {META_SUBSCRIPTION: rid}, "notifications": agreed}))
         key = self.hub.add(listener)
-        for task_id in task_ids:  # the current state at once, then on every change
-            await self.modern_tasks.send_state(task_id, ctx.notify, rid)
         try:
+            for server, uri in watched:
+                await server.watch(uri)
+            for task_id in task_ids:  # the current state at once, then on every change
+                await self.modern_tasks.send_state(task_id, ctx.notify, rid)
             await anyio.sleep_forever()
         finally:
             self.hub.remove(key)
+            with anyio.CancelScope(shield=True):
+                for server, uri in watched:
+                    await server.unwatch(uri)
         return {"_meta": {META_SUBSCRIPTION: rid}}  # pragma: no cover - ended by cancellation
 
     # ---- 2025-11-25 tasks ----------------------------------------------------------------

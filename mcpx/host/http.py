@@ -127,8 +127,11 @@ class McpEndpoint:
         if is_modern(msg.params):
             conn = self._modern_identity(principal, msg.params, peer)
             try:
+                modern.check_version_header(msg.params, headers)
                 ctx = self.router.modern_context(conn, msg.params, None)
                 modern.check_headers(msg.method, msg.params, headers, tasks_extension=True)
+                if msg.method == "tools/call":
+                    modern.check_param_headers(self.router.dispatcher.tool_schema(msg.params.get("name")), msg.params.get("arguments"), headers)
             except McpError as exc:
                 return await _json(send, exc.http_status, emit(MODERN, msg.method, jsonrpc.error_from(msg.id, exc)))
         else:

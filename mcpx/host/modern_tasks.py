@@ -109,7 +109,9 @@ class ModernTasks:
                     p["requestState"] = res["requestState"]
 
         run = self.d.engine.begin("modern", work)
-        wait = 0 if support == "required" else cfg.taskAfterMs / 1000
+        # Even a `required` tool gets the grace window: an MRTR round it asks first is answered
+        # inline before any task exists (tasks.md:302); a quick result still becomes a task.
+        wait = cfg.taskAfterMs / 1000
         try:
             if wait:
                 with anyio.move_on_after(wait):

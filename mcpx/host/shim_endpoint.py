@@ -32,7 +32,7 @@ class ShimEndpoint:
         lock = anyio.Lock()
         peer = f"{ws.client.host}:{ws.client.port}" if ws.client else None
         conn = HostConnection("stdio", peer=peer)
-        conn.client_info = {"shimPid": ws.headers.get("x-mcpx-shim-pid")}
+        conn.shim_pid = ws.headers.get("x-mcpx-shim-pid")
 
         async def write(frame: dict[str, Any]) -> None:
             async with lock:

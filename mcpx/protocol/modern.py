@@ -131,3 +131,47 @@ def discover_result(capabilities: dict[str, Any], server_info: dict[str, Any], i
     if instructions:
         res["instructions"] = instructions
     return decorate(res, server_info)
+
+
+def check_version_header(params: dict[str, Any], headers: Mapping[str, str]) -> None:
+    """A body/header version disagreement is a header mismatch (-32020), whatever the versions;
+    it is judged before the version itself (streamable-http.mdx:252-261)."""
+    meta = params.get("_meta")
+    body = meta.get(META_VERSION) if isinstance(meta, dict) else None
+    got = headers.get("mcp-protocol-version")
+    if got is not None and isinstance(body, str) and got != body:
+        raise HeaderMismatch(f"Header mismatch: MCP-Protocol-Version header {got!r} does not match body {body!r}")
+
+
+def _same_value(header: str, value: Any) -> bool:
+    if isinstance(value, bool):
+        return header == ("true" if value else "false")
+    if isinstance(value, (int, float)):
+        try:
+            return float(header) == float(value)  # compared numerically: 42.0 == 42
+        except ValueError:
+            return False
+    if isinstance(value, str):
+        return header == value
+    return False
+
+
+def check_param_headers(input_schema: Any, arguments: Any, headers: Mapping[str, str]) -> None:
+    """`Mcp-Param-{Name}` headers for a tool's `x-mcp-header` properties must mirror the arguments
+    (streamable-http.mdx:520-560): present when the value is, and equal after decoding."""
+    props = input_schema.get("properties") if isinstance(input_schema, dict) else None
+    if not isinstance(props, dict):
+        return
+    args = arguments if isinstance(arguments, dict) else {}
+    for prop, spec in props.items():
+        name = spec.get("x-mcp-header") if isinstance(spec, dict) else None
+        if not isinstance(name, str) or not name:
+            continue
+        value = args.get(prop)
+        raw = headers.get(f"mcp-param-{name.lower()}")
+        if value is None:
+            continue  # no value: the client omits the header and nothing is expected
+        if raw is None:
+            raise HeaderMismatch(f"Header mismatch: Mcp-Param-{name} header is required for argument {prop!r}")
+        if not _same_value(decode_header_value(raw), value):
+            raise HeaderMismatch(f"Header mismatch: Mcp-Param-{name} header does not match argument {prop!r}")

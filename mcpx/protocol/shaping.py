@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .revisions import MODERN, at_least
+from .revisions import META_SERVER_INFO, MODERN, at_least
 
 # Tool fields and the first revision that defines them (absent from this table: present in all).
 # `execution` (taskSupport) came with 2025-11-25 tasks (2025-11-25/changelog.mdx:20; DIGEST 2.2):
@@ -42,6 +42,14 @@ def result_for(result: dict[str, Any], revision: str) -> dict[str, Any]:
     else:
         # resultType is the 2026 discriminator, not payload: a handshake host has no use for it.
         out.pop("resultType", None)
+        meta = out.get("_meta")
+        if isinstance(meta, dict) and META_SERVER_INFO in meta:
+            # The upstream's 2026 self-identification: neither defined for this host nor about mcpx.
+            meta = {k: v for k, v in meta.items() if k != META_SERVER_INFO}
+            if meta:
+                out["_meta"] = meta
+            else:
+                del out["_meta"]
     return out
 
 

@@ -13,7 +13,7 @@ import anyio
 import httpx
 
 from ..config import Config, ServerConfig
-from ..protocol.errors import InvalidParams, UpstreamError, UpstreamUnavailable
+from ..protocol.errors import InvalidParams, McpError, UpstreamError, UpstreamUnavailable
 from .catalogue import CHANGED, KINDS, SEP, Naming, template_matches, valid_items
 from .http import HttpTransport
 from .session import UpstreamSession
@@ -57,6 +57,8 @@ class UpstreamServer:
         self._stopping = False
         self._transport: Any = None
         self._last_capabilities: dict[str, Any] = {}
+        self.watched: dict[str, int] = {}  # upstream URIs hosts subscribed to -> how many
+        self._watch_changed = anyio.Event()
         self.on_resource_updated: Any = None  # async (server, upstream uri) -> None
 
     async def run(self) -> None:
@@ -99,6 +101,11 @@ class UpstreamServer:
                 await transport.open_listen_stream()
             self.session = session
             self._last_capabilities = session.capabilities
+            if session.era == "modern":
+                tg.start_soon(self._listen_loop, session)
+            elif self.watched:
+                for uri in list(self.watched):  # a restarted legacy upstream forgot its subscriptions
+                    await self._subscribe_legacy(session, "resources/subscribe", uri)
             self.state = "ready"
             self.last_error = None
             self._ready.set()
@@ -125,6 +132,91 @@ class UpstreamServer:
             self.session = None
             self._ready = anyio.Event()
             self.state = "down" if not self._stopping else "stopped"
+
+    # ---- change notifications from upstreams -------------------------------------------------
+    def _listen_filter(self, session: UpstreamSession) -> dict[str, Any]:
+        caps = session.capabilities
+        filt: dict[str, Any] = {}
+        for cap, key in (("tools", "toolsListChanged"), ("prompts", "promptsListChanged"), ("resources", "resourcesListChanged")):
+            if isinstance(caps.get(cap), dict) and caps[cap].get("listChanged"):
+                filt[key] = True
+        if self.watched and isinstance(caps.get("resources"), dict) and caps["resources"].get("subscribe"):
+            filt["resourceSubscriptions"] = sorted(self.watched)
+        return filt
+
+    async def _listen_loop(self, session: UpstreamSession) -> None:
+        """A 2026 upstream pushes changes only on a subscriptions/listen stream: keep one open, and
+        reopen it when the set of watched resources changes."""
+        while True:
+            filt = self._listen_filter(session)
+            self._watch_changed = anyio.Event()
+            if not filt:
+                await self._watch_changed.wait()
+                continue
+            ended = anyio.Event()
+            refused = False
+
+            async def listen() -> None:
+                nonlocal refused
+                try:
+                    await session.request("subscriptions/listen", session.shape_params({"notifications": filt}, client_caps={}, log_level=None), on_notify=self._listen_note)
+                except UpstreamError as exc:
+                    refused = exc.error.get("code") == -32601
+                except McpError:
+                    pass
+                ended.set()
+
+            changed = self._watch_changed
+            async with anyio.create_task_group() as tg:
+
+                async def on_change() -> None:
+                    await changed.wait()
+                    ended.set()
+
+                tg.start_soon(listen)
+                tg.start_soon(on_change)
+                await ended.wait()  # the stream ended, or the filter changed: reopen it
+                tg.cancel_scope.cancel()
+            if refused:
+                return  # the upstream offers no listen: nothing to reopen
+            await anyio.sleep(0.2)
+
+    async def _listen_note(self, msg: dict[str, Any]) -> None:
+        """A change on the listen stream (HTTP: it arrives as this request's notification)."""
+        method = msg.get("method")
+        params = msg.get("params") if isinstance(msg.get("params"), dict) else {}
+        session = self.session
+        if isinstance(method, str) and session is not None and session.tg is not None:
+            session.tg.start_soon(self._on_event, method, params)  # never on the reader
+
+    async def _subscribe_legacy(self, session: UpstreamSession, method: str, uri: str) -> None:
+        try:
+            await session.request(method, {"uri": uri}, timeout=30)
+        except Exception as exc:
+            log.warning("upstream %s: %s %s failed: %s", self.key, method, uri, exc)
+
+    async def watch(self, uri: str) -> None:
+        """Hosts want updates for this (upstream) URI: subscribe upstream in its own era."""
+        self.watched[uri] = self.watched.get(uri, 0) + 1
+        if self.watched[uri] == 1:
+            await self._watch_update("resources/subscribe", uri)
+
+    async def unwatch(self, uri: str) -> None:
+        if uri not in self.watched:
+            return
+        self.watched[uri] -= 1
+        if self.watched[uri] <= 0:
+            del self.watched[uri]
+            await self._watch_update("resources/unsubscribe", uri)
+
+    async def _watch_update(self, method: str, uri: str) -> None:
+        session = self.session
+        if session is None:
+            return  # applied when it comes back
+        if session.era == "modern":
+            self._watch_changed.set()
+        else:
+            await self._subscribe_legacy(session, method, uri)
 
     @property
     def capabilities(self) -> dict[str, Any]:

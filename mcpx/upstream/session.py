@@ -57,6 +57,7 @@ class _Pending:
     method: str
     on_notify: OnNotify | None
     on_request: OnRequest | None = None
+    wants_logs: bool = False
     done: anyio.Event = field(default_factory=anyio.Event)
     reply: dict[str, Any] | None = None
 
@@ -108,13 +109,24 @@ class UpstreamSession:
         if related_id is not None and related_id in self._pending:
             # Arrived on the response stream of one request (HTTP): it belongs to that request.
             cb = self._pending[related_id].on_notify
-            if cb is not None and method == "notifications/message":
+            if cb is not None:
                 await _safe(cb, msg)
             return
         if method == "notifications/message":
+            # A 2026 server logs only for requests that asked (logLevel); on stdio the message names
+            # no request, so it goes to the one in-flight request that asked, if there is exactly one.
+            asking = [p for p in self._pending.values() if p.wants_logs and p.on_notify is not None]
+            if self.era == "modern" and len(asking) == 1 and asking[0].on_notify is not None:
+                await _safe(asking[0].on_notify, msg)
+                return
             log.info("upstream %s log: %s", self.name, params.get("data"))
         if self.on_event is not None and isinstance(method, str):
-            await self.on_event(method, params)
+            # The handler may ask this upstream something (tools/list after list_changed): it must
+            # not run on the reader, which is the only thing that can read the answer.
+            if self.tg is not None:
+                self.tg.start_soon(self.on_event, method, params)
+            else:
+                await self.on_event(method, params)
 
     async def _server_request(self, msg: dict[str, Any], related_id: Any) -> None:
         method = msg.get("method")
@@ -172,6 +184,8 @@ class UpstreamSession:
             self._progress[token_key] = (meta["progressToken"], on_notify)
             params["_meta"] = {**meta, "progressToken": token_key}
         slot = _Pending(method, on_notify, on_request)
+        meta = params.get("_meta")
+        slot.wants_logs = isinstance(meta, dict) and META_LOG_LEVEL in meta
         self._pending[rid] = slot
         try:
             try:

@@ -1,0 +1,148 @@
+#!/usr/bin/env python3
+"""Conformance fixture upstream: the exact surface the official MCP conformance suite calls.
+
+    python tests/conformance/server.py http --port N [--ready-file PATH]   # 127.0.0.1, /mcp
+    python tests/conformance/server.py stdio
+
+Both wires on each transport: 2025-11-25 (``initialize``, session, server->client requests) and
+2026-07-28 (per-request ``_meta``, ``server/discover``, ``subscriptions/listen``, MRTR). The
+surface is described in /work/shared/conformance/FIXTURES.md and implemented in
+``fixture_surface.py``; protocol rules are in ``fixture_core.py``, Streamable HTTP in
+``fixture_http.py``. Stdlib + starlette + uvicorn only. See README.md beside this file.
+
+The fixture is a *plain* server: it does not implement the tasks extension. mcpx, fronting it,
+owns task creation and the per-tool task policy listed in ``fixture_surface.py``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import sys
+import threading
+from typing import Any
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from fixture_core import Call, RpcError, Server, Session, log_stderr  # noqa: E402
+from fixture_http import run_http  # noqa: E402
+from fixture_surface import Surface  # noqa: E402
+
+
+async def run_stdio(server: Server) -> None:
+    """Newline-delimited JSON-RPC on stdin/stdout. One legacy session (the process) plus any
+    number of stateless modern requests; modern cancellation is ``notifications/cancelled``."""
+    loop = asyncio.get_running_loop()
+    lines: asyncio.Queue = asyncio.Queue()
+
+    def reader() -> None:
+        for raw in sys.stdin.buffer:
+            loop.call_soon_threadsafe(lines.put_nowait, raw)
+        loop.call_soon_threadsafe(lines.put_nowait, None)
+
+    threading.Thread(target=reader, name="stdin-reader", daemon=True).start()
+    out_lock = asyncio.Lock()
+
+    async def write(obj: dict[str, Any]) -> None:
+        data = (json.dumps(obj, separators=(",", ":")) + "\n").encode()
+        async with out_lock:
+            sys.stdout.buffer.write(data)
+            sys.stdout.buffer.flush()
+
+    session = Session("stdio")  # session notifications start once `initialize` was seen
+    server.sessions["stdio"] = session
+    running: dict[Any, asyncio.Task] = {}  # request id -> task (both wires share the id space)
+
+    async def serve(msg: dict[str, Any]) -> None:
+        modern = Server.is_modern(msg)
+        call = Call(server, msg, modern, None if modern else session, write)
+        if modern and msg.get("method") == "subscriptions/listen":
+            try:
+                sub = await server.open_listen(call)
+            except RpcError as e:
+                await write(e.to_msg(call.id))
+                return
+            try:
+                await asyncio.Event().wait()  # until notifications/cancelled or shutdown
+            finally:
+                server.close_listen(sub)
+        response, _status = await server.respond(call)
+        await write(response)
+
+    def start(msg: dict[str, Any]) -> None:
+        rid = msg.get("id")
+        if msg.get("method") == "initialize" and not Server.is_modern(msg):
+            session.standalone = write
+        task = loop.create_task(serve(msg))
+        running[rid] = task
+        if not Server.is_modern(msg):
+            session.running[rid] = task
+
+        def done(t: asyncio.Task) -> None:
+            if running.get(rid) is t:
+                del running[rid]
+            session.running.pop(rid, None)
+            if not t.cancelled() and t.exception() is not None:
+                log_stderr(f"request {rid!r} failed: {t.exception()!r}")
+
+        task.add_done_callback(done)
+
+    while True:
+        raw = await lines.get()
+        if raw is None:
+            break
+        text = raw.decode("utf-8", "replace").strip()
+        if not text:
+            continue
+        try:
+            msg = json.loads(text)
+        except ValueError as e:
+            await write(RpcError(-32700, f"Parse error: {e}").to_msg(None))
+            continue
+        if not isinstance(msg, dict) or msg.get("jsonrpc") != "2.0":
+            await write(RpcError(-32600, "Invalid Request: expected one JSON-RPC 2.0 object")
+                        .to_msg(msg.get("id") if isinstance(msg, dict) else None))
+            continue
+        if "method" not in msg:
+            session.on_response(msg)  # answer to one of our legacy server->client requests
+        elif "id" not in msg:
+            if msg["method"] == "notifications/cancelled":
+                params = msg.get("params") if isinstance(msg.get("params"), dict) else {}
+                task = running.get(params.get("requestId"))
+                if task is not None:
+                    task.cancel()  # cancelled requests get no response
+        else:
+            start(msg)
+    # stdin closed: end listen streams gracefully, give in-flight work a moment, then exit
+    for task in list(running.values()):
+        task.cancel()
+    if running:
+        await asyncio.wait(list(running.values()), timeout=1.0)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    sub = parser.add_subparsers(dest="transport", required=True)
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--ttl-ms", type=int, default=0,
+                        help="ttlMs on modern discover/list/read results (default 0)")
+    sub.add_parser("stdio", parents=[common], help="newline-delimited JSON-RPC on stdin/stdout")
+    http = sub.add_parser("http", parents=[common], help="Streamable HTTP on 127.0.0.1 at /mcp")
+    http.add_argument("--port", type=int, default=0, help="0 picks a free port")
+    http.add_argument("--ready-file", default=None, help="write the bound port here once listening")
+    args = parser.parse_args(argv)
+    server = Server(Surface(), ttl_ms=args.ttl_ms)
+    try:
+        if args.transport == "stdio":
+            asyncio.run(run_stdio(server))
+        else:
+            asyncio.run(run_http(server, args.port, args.ready_file))
+    except KeyboardInterrupt:
+        pass
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
