@@ -119,7 +119,7 @@ class Daemon:
                     Route("/mcp", self.endpoint),
                     # A bound method, so Starlette hands it a WebSocket (an instance would be taken as raw ASGI).
                     WebSocketRoute("/v1/stdio", ShimEndpoint(self.router, token).__call__),
-                    *v1.routes(token, self.status),
+                    *v1.routes(token, self.status, self.dispatcher.broker),
                 ]
             )
             server = _Server(uvicorn.Config(app, log_level="warning", lifespan="off", timeout_graceful_shutdown=GRACEFUL_S, ws_max_size=64 * 1024 * 1024))

@@ -103,7 +103,8 @@ class Daemon:
 
     def start(self, wait_upstreams: bool = True, port: int | None = None) -> "Daemon":
         """Start (or restart); `port` pins the listen port, e.g. to restart where hosts point."""
-        env = dict(os.environ, MCPX_WIRE_LOG=str(self.wire_log))
+        # PYTHONPATH: the daemon runs the checkout under test, whatever else pip has installed.
+        env = dict(os.environ, MCPX_WIRE_LOG=str(self.wire_log), PYTHONPATH=os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p))
         (self.state_dir / "daemon.json").unlink(missing_ok=True)
         with open(self.stderr_path, "ab") as err:
             self.proc = subprocess.Popen(

@@ -98,3 +98,5 @@ class RequestContext:
     log_level: str | None
     # Where request-scoped notifications (progress, log) go; None when nothing can receive them.
     notify: Send | None
+    task_id: str | None = None  # set when this request's work runs as an mcpx task
+    park: Any = None  # a 2026 host's held call, whose upstream questions become MRTR rounds

@@ -9,6 +9,7 @@ from typing import Any
 import anyio
 
 from .. import __version__
+from ..broker import Broker
 from ..config import Config
 from ..protocol import jsonrpc, legacy, modern, pagination, request_state, shaping
 from ..protocol.errors import (
@@ -20,7 +21,7 @@ from ..protocol.errors import (
     UpstreamUnavailable,
     upstream_error_for,
 )
-from ..protocol.revisions import LEGACY_LATEST, META_SUBSCRIPTION, MODERN, TASKS_EXTENSION
+from ..protocol.revisions import LEGACY_LATEST, META_RELATED_TASK, META_SUBSCRIPTION, MODERN, TASKS_EXTENSION
 from ..tasks.engine import TaskEngine, now_ms
 from ..tasks.model import legacy_task
 from ..upstream.catalogue import KINDS
@@ -45,8 +46,9 @@ QUESTION_TIMEOUT_S = 600.0
 
 
 class Dispatcher:
-    def __init__(self, config: Config, pool: UpstreamPool, hub: Hub, engine: TaskEngine) -> None:
+    def __init__(self, config: Config, pool: UpstreamPool, hub: Hub, engine: TaskEngine, broker: Broker | None = None) -> None:
         self.config = config
+        self.broker = broker or Broker(engine.store)
         self.pool = pool
         self.hub = hub
         self.engine = engine
@@ -205,7 +207,7 @@ class Dispatcher:
                 if state is not None:
                     up["requestState"] = state
         log_level = ctx.log_level if ctx.era == "modern" else ctx.conn.log_level
-        on_request = self._asker(ctx) if can_ask_legacy else None
+        on_request = self._asker(ctx, server)
         try:
             res = await session.request(method, session.shape_params(up, client_caps=caps, log_level=log_level), on_notify=self._relay(ctx), on_request=on_request, timeout=timeout)
             rounds = 0
@@ -213,7 +215,7 @@ class Dispatcher:
                 rounds += 1
                 if rounds > request_state.MAX_ROUNDS:
                     raise InternalError(f"upstream {server.key!r} kept asking for input ({rounds} rounds)")
-                answers = await self._ask_all(ctx, res.get("inputRequests") or {})
+                answers = await self._ask_all(ctx, res.get("inputRequests") or {}, server)
                 retry = {**up, "inputResponses": answers}
                 retry.pop("requestState", None)
                 if res.get("requestState") is not None:
@@ -228,35 +230,61 @@ class Dispatcher:
                 res = {**res, "requestState": request_state.wrap(self.state_key, res.get("requestState"), bound, round_ + 1, now_ms())}
         return res
 
-    def _asker(self, ctx: RequestContext) -> Any:
+    def _asker(self, ctx: RequestContext, server: UpstreamServer) -> Any:
         async def ask(method: str, params: dict[str, Any]) -> dict[str, Any]:
-            return await self._ask_host(ctx, method, params)
+            return await self._ask_host(ctx, method, params, server)
 
         return ask
 
-    async def _ask_host(self, ctx: RequestContext, method: str, params: dict[str, Any]) -> dict[str, Any]:
-        """One question to a 2025 host, on the stream of the request that caused it."""
-        capability = _CAPABILITY_FOR.get(method)
-        if capability is None or capability not in ctx.client_caps:
-            raise MethodNotFound(f"the host did not declare {capability or method}; mcpx cannot ask it {method}")
-        if ctx.notify is None:
-            raise MethodNotFound(f"the host has no open stream to be asked {method} on")
+    async def _ask_host(self, ctx: RequestContext, method: str, params: dict[str, Any], server: UpstreamServer, key: str = "q") -> dict[str, Any]:
+        """One question, through the broker: asked of a 2025 host on the stream of the request that
+        caused it (if it declared that capability), and open to an operator in any case."""
         clean = {k: v for k, v in params.items() if k != "_meta"}
-        try:
-            return await ctx.conn.request(ctx.notify, method, clean, QUESTION_TIMEOUT_S)
-        except HostError as exc:
-            raise UpstreamError(exc.error) from None
-        except TimeoutError:
-            raise InternalError(f"the host did not answer {method} within {QUESTION_TIMEOUT_S:.0f} s") from None
+        capability = _CAPABILITY_FOR.get(method)
+        host_ask = None
+        if capability is not None and capability in ctx.client_caps and ctx.notify is not None and ctx.era == "legacy":
+            notify = ctx.notify
+            sent = dict(clean)
+            if ctx.task_id is not None:  # inside a 2025 task: tagged with it (tasks.mdx:448,470)
+                sent["_meta"] = {META_RELATED_TASK: {"taskId": ctx.task_id}}
 
-    async def _ask_all(self, ctx: RequestContext, requests: dict[str, Any]) -> dict[str, Any]:
+            async def host_ask(q: Any) -> dict[str, Any]:
+                try:
+                    if ctx.task_id is None:
+                        return await ctx.conn.request(notify, method, sent, QUESTION_TIMEOUT_S)
+                    async with self.engine.asking(ctx.task_id):  # the task shows input_required meanwhile
+                        return await ctx.conn.request(notify, method, sent, QUESTION_TIMEOUT_S)
+                except HostError as exc:
+                    raise UpstreamError(exc.error) from None
+
+        elif ctx.era == "modern" and ctx.task_id is not None:
+            task_id = ctx.task_id
+
+            async def host_ask(q: Any) -> dict[str, Any]:
+                # Inside a 2026 task the question is one of the task's inputRequests.
+                answers = await self.engine.ask(task_id, {key: {"method": method, "params": clean}})
+                return answers[key]
+
+        elif ctx.era == "modern" and ctx.park is not None:
+            # A 2026 host's ordinary call: the question goes back to it as an MRTR round while the
+            # upstream call is held open, and its retry answers it (host/parking.py).
+            host_ask = ctx.park.hold
+        call = f"task:{ctx.task_id}" if ctx.task_id else f"conn:{ctx.conn.id}"
+        return await self.broker.ask(upstream=server.key, method=method, params=clean, call=call, host=ctx.conn.id, host_ask=host_ask)
+
+    async def ask_in_task(self, ctx: RequestContext, requests: dict[str, Any], server: UpstreamServer) -> dict[str, Any]:
+        """One MRTR round an upstream asked inside a 2026 task: every request becomes an
+        inputRequest of the task (and a broker question an operator may answer)."""
+        return await self._ask_all(ctx, requests, server)
+
+    async def _ask_all(self, ctx: RequestContext, requests: dict[str, Any], server: UpstreamServer) -> dict[str, Any]:
         """Every MRTR inputRequest of one round, asked of the host at once."""
         answers: dict[str, Any] = {}
 
         async def one(key: str, request: Any) -> None:
             if not isinstance(request, dict) or not isinstance(request.get("method"), str):
                 raise InternalError(f"upstream sent a malformed input request {key!r}")
-            answers[key] = await self._ask_host(ctx, request["method"], request.get("params") or {})
+            answers[key] = await self._ask_host(ctx, request["method"], request.get("params") or {}, server, key)
 
         async with anyio.create_task_group() as tg:
             for key, request in requests.items():
@@ -278,12 +306,61 @@ class Dispatcher:
         return await self.call_tool(ctx, params, route, server)
 
     async def call_tool(self, ctx: RequestContext, params: dict[str, Any], route: Any, server: UpstreamServer, *, raw_state: bool = False) -> dict[str, Any]:
-        """One upstream tools/call, shaped for the host's revision."""
+        """One upstream tools/call, shaped for the host's revision.
+
+        A call that runs under the task engine (an mcpx task, or a 2026 call that may become one:
+        `current_run()`) goes to an upstream that offers tasks for this tool as an *upstream task*
+        (`upstream_tasks`): its id is recorded on the run, and on the mcpx task row once there is
+        one, so a restarted daemon resumes polling it. Every other call goes straight through."""
+        from ..tasks.engine import current_run
+        from ..upstream import upstream_tasks
+
         override = server.cfg.mcpx.tools.get(route.name)
         timeout = (override.callTimeout if override and override.callTimeout else None) or server.cfg.mcpx.callTimeout
-        res = await self._forward(ctx, server, "tools/call", {**params, "name": route.name}, timeout, raw_state=raw_state)
+        run = current_run()
+        session = await server.ready_session() if run is not None and (raw_state or ctx.era == "legacy") else None
+        if session is None or not upstream_tasks.task_capable(session, upstream_tasks.upstream_tool(server, route.name)):
+            res = await self._forward(ctx, server, "tools/call", {**params, "name": route.name}, timeout, raw_state=raw_state)
+            if res.get("resultType") == "input_required":
+                return res  # not a CallToolResult: nothing to trim
+            return shaping.call_result_for(res, ctx.revision)
+        assert run is not None
+        up = {k: v for k, v in params.items() if k not in ("task", "inputResponses", "requestState")}
+        up["name"] = route.name
+        if session.era == "modern" and ctx.era == "modern":  # an MRTR retry (raw state: inside the engine)
+            for key in ("inputResponses", "requestState"):
+                if params.get(key) is not None:
+                    up[key] = params[key]
+        caps = {k: v for k, v in ctx.client_caps.items() if k in _RELAYABLE_CAPS} if session.era == "modern" else {}
+        record = await self.engine.get(run.task_id) if run.task_id is not None else None
+        ttl = record.ttl_ms if record is not None else self.config.tasks.ttlMs
+        engine = self.engine
+
+        async def remember(upstream_task_id: str) -> None:
+            await engine.set_upstream_task(run, upstream_task_id)
+
+        async def on_input(requests: dict[str, Any]) -> dict[str, Any]:
+            if ctx.era == "legacy":
+                return await self._ask_all(ctx, requests, server)
+            await run.adopted.wait()  # a 2026 host: the questions become the mcpx task's inputRequests
+            assert run.task_id is not None
+            return await engine.ask(run.task_id, requests)
+
+        async def ask_round(requests: dict[str, Any]) -> dict[str, Any]:
+            return await self._ask_all(ctx, requests, server)
+
+        try:
+            with anyio.fail_after(timeout):
+                res = await upstream_tasks.call(
+                    session, up, get_session=server.ready_session, on_task_id=remember, ttl_ms=ttl, client_caps=caps,
+                    log_level=ctx.log_level if ctx.era == "modern" else ctx.conn.log_level,
+                    on_notify=self._relay(ctx), on_request=self._asker(ctx, server), on_input=on_input,
+                    ask_round=ask_round if ctx.era == "legacy" else None, keep_upstream=lambda: engine.closing,
+                )
+        except TimeoutError:
+            raise UpstreamUnavailable(f"upstream {server.key!r} did not finish tools/call within {timeout} s") from None
         if res.get("resultType") == "input_required":
-            return res  # not a CallToolResult: nothing to trim
+            return res  # a 2026 MRTR round before any upstream task: the caller answers it
         return shaping.call_result_for(res, ctx.revision)
 
     async def _prompts_get(self, ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:

@@ -92,6 +92,7 @@ class LegacyTasks:
             )
         except StoreError as exc:
             raise InternalError(f"could not create the task: {exc}") from None
+        task_ctx.task_id = task.id
         return {"task": legacy_task(task)}
 
     async def get(self, ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:

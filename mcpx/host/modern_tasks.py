@@ -18,6 +18,7 @@ from ..protocol.revisions import META_SUBSCRIPTION, TASKS_EXTENSION
 from ..tasks.model import COMPLETED, FAILED, INPUT_REQUIRED, Task, modern_task
 from ..tasks.store import StoreError
 from .connection import RequestContext
+from .parking import PARK_LINGER_S, Park, park_of, wait_for
 
 if TYPE_CHECKING:
     from .dispatch import Dispatcher
@@ -64,6 +65,7 @@ def _is_mrtr(result: Any) -> bool:
 class ModernTasks:
     def __init__(self, dispatcher: "Dispatcher") -> None:
         self.d = dispatcher
+        self.parks: dict[str, tuple[Any, Park, "_Slot", RequestContext]] = {}
 
     def owner(self, ctx: RequestContext) -> str:
         return f"principal:{ctx.conn.principal}" if ctx.conn.principal else f"modern:{ctx.conn.id}"
@@ -78,19 +80,59 @@ class ModernTasks:
         return task
 
     async def call(self, ctx: RequestContext, params: dict[str, Any], route: Any, server: Any, support: str) -> dict[str, Any]:
-        """tools/call for a modern host: inline result, or a task handle when the call runs long."""
-        if not declares(ctx):
-            if support == "required":
-                raise MissingClientCapability("This tool runs only as a task: declare the io.modelcontextprotocol/tasks extension", {"requiredCapabilities": REQUIRED})
-            return await self.d.call_tool(ctx, params, route, server)
-        if support == "forbidden":
-            return await self.d.call_tool(ctx, params, route, server)
-        cfg = self.d.config.tasks
-        params, round_ = self.d.unwrap_round(params, route)  # inside, rounds carry the raw state
-        # The request stream ends with the handle: no progress or log for tasks (tasks.md:505).
-        detached = RequestContext(ctx.conn, ctx.era, ctx.revision, ctx.client_caps, ctx.meta, None, None)
-        slot = _Slot()
+        """tools/call for a modern host: an inline result, an MRTR round, or a task handle.
 
+        The upstream call always runs under the engine, so it can become a task (declaring
+        clients, after `tasks.taskAfterMs`, or at once for `required` tools) or be held open while
+        the host answers an upstream's questions by MRTR retry (host/parking.py).
+        """
+        declaring = declares(ctx)
+        if not declaring and support == "required":
+            raise MissingClientCapability("This tool runs only as a task: declare the io.modelcontextprotocol/tasks extension", {"requiredCapabilities": REQUIRED})
+        taskable = declaring and support != "forbidden"
+        params, round_ = self.d.unwrap_round(params, route)  # inside, rounds carry the raw state
+        park_id = park_of(params)
+        if park_id is not None:
+            entry = self.parks.pop(park_id, None)
+            if entry is None:
+                raise InvalidParams("This input round is over (answered, expired or unknown): call the tool again without requestState")
+            run, park, slot, detached = entry
+            detached.notify = None if taskable else ctx.notify  # progress follows the retry's stream
+            responses = params.get("inputResponses") if isinstance(params.get("inputResponses"), dict) else {}
+            for qid, answer in responses.items():
+                if qid in park.outstanding and isinstance(answer, dict):
+                    await self.d.broker.answer(qid, answer, f"host:{ctx.conn.id}")
+            params = {k: v for k, v in params.items() if k not in ("inputResponses", "requestState")}
+        else:
+            # Tasks carry no progress or log (tasks.md:505); other calls keep their stream.
+            detached = RequestContext(ctx.conn, ctx.era, ctx.revision, ctx.client_caps, ctx.meta, None if taskable else ctx.log_level, None if taskable else ctx.notify)
+            park = Park()
+            detached.park = park
+            slot = _Slot()
+            run = self.d.engine.begin("modern", self._work(detached, params, route, server, slot))
+        cfg = self.d.config.tasks
+        try:
+            outcome = await wait_for(run, park, cfg.taskAfterMs / 1000 if taskable and not slot.decided else None)
+        except anyio.get_cancelled_exc_class():
+            if not slot.decided:
+                run.scope.cancel()  # the host closed its stream while it owned the call: a cancel
+            raise
+        if outcome == "question" and not slot.decided:
+            park.rearm()
+            self.parks[park.id] = (run, park, slot, detached)
+            self.d.engine.tg.start_soon(self._forget_when_done, park.id, run)
+            round_result = {"resultType": "input_required", "inputRequests": dict(park.outstanding), "requestState": {"mcpxPark": park.id}}
+            return self.d.wrap_round(round_result, params, route, round_)
+        if outcome == "done" and (support != "required" or _is_mrtr(run.result)):
+            if run.exception is not None:
+                raise run.exception
+            assert run.result is not None
+            if _is_mrtr(run.result):
+                return self.d.wrap_round(run.result, params, route, round_)
+            return run.result
+        return await self._adopt(ctx, run, slot, detached, route, server, params)
+
+    def _work(self, detached: RequestContext, params: dict[str, Any], route: Any, server: Any, slot: "_Slot") -> Any:
         async def work() -> dict[str, Any]:
             p = dict(params)
             while True:
@@ -100,37 +142,23 @@ class ModernTasks:
                 if not slot.decided:
                     return res  # asked before there is a task: the host answers it inline (MRTR)
                 await slot.adopted.wait()
-                assert slot.task_id is not None
                 # Inside a task the questions become the task's inputRequests (tasks.md:346).
-                answers = await self.d.engine.ask(slot.task_id, res.get("inputRequests") or {})
+                answers = await self.d.ask_in_task(detached, res.get("inputRequests") or {}, server)
                 p = {k: v for k, v in params.items() if k not in ("inputResponses", "requestState")}
                 p["inputResponses"] = answers
                 if res.get("requestState") is not None:
                     p["requestState"] = res["requestState"]
 
-        run = self.d.engine.begin("modern", work)
-        # Even a `required` tool gets the grace window: an MRTR round it asks first is answered
-        # inline before any task exists (tasks.md:302); a quick result still becomes a task.
-        wait = cfg.taskAfterMs / 1000
-        try:
-            if wait:
-                with anyio.move_on_after(wait):
-                    await run.done.wait()
-        except anyio.get_cancelled_exc_class():
-            run.scope.cancel()  # the host closed its stream before there was a task: a cancel
-            raise
-        if run.done.is_set() and (support != "required" or _is_mrtr(run.result)):
-            if run.exception is not None:
-                raise run.exception
-            assert run.result is not None
-            if _is_mrtr(run.result):
-                return self.d.wrap_round(run.result, params, route, round_)
-            return run.result
+        return work
+
+    async def _adopt(self, ctx: RequestContext, run: Any, slot: "_Slot", detached: RequestContext, route: Any, server: Any, params: dict[str, Any]) -> dict[str, Any]:
+        cfg = self.d.config.tasks
         slot.decided = True
         record = self.d.engine.new_record(
             owner=self.owner(ctx), owner_info=ctx.conn.describe(), upstream=server.key, tool=route.name,
             arguments=params.get("arguments") or {}, era="modern", ttl_ms=cfg.ttlMs, poll_ms=cfg.pollIntervalMs,
         )
+        detached.notify = None
         try:
             with anyio.CancelScope(shield=True):  # once started, the row must land even if the host leaves
                 task = await self.d.engine.adopt(run, record)
@@ -138,9 +166,15 @@ class ModernTasks:
             run.scope.cancel()
             raise InternalError(f"could not create the task: {exc}") from None
         finally:
-            slot.task_id = record.id
+            slot.task_id = detached.task_id = record.id
             slot.adopted.set()
         return {**modern_task(task), "resultType": "task"}
+
+    async def _forget_when_done(self, park_id: str, run: Any) -> None:
+        """A parked call whose host never retries is dropped once it has finished and lingered."""
+        await run.done.wait()
+        await anyio.sleep(PARK_LINGER_S)
+        self.parks.pop(park_id, None)
 
     async def get(self, ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
         return detailed(await self._find(ctx, params))

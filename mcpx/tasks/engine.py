@@ -7,10 +7,12 @@ in the extension) are decided here from the record's era.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import logging
 import time
 from dataclasses import replace
-from typing import Any, Awaitable, Callable
+from typing import Any, AsyncIterator, Awaitable, Callable
 
 import anyio
 from anyio.abc import TaskGroup
@@ -23,6 +25,9 @@ log = logging.getLogger("mcpx.tasks")
 
 Call = Callable[[Task], Awaitable[dict[str, Any]]]
 OnChange = Callable[[Task], Awaitable[None]]
+# Finishes a task a previous daemon left running, from its `upstream_task_id`: the CallToolResult
+# (shaped for the task's era) or an exception, exactly like a `Call`. Set by the daemon.
+Resume = Callable[[Task], Awaitable[dict[str, Any]]]
 EXPIRY_EVERY_S = 1.0
 RESTARTED = "the mcpx daemon restarted while this call was running; its result is lost"
 
@@ -31,9 +36,19 @@ def now_ms() -> int:
     return int(time.time() * 1000)
 
 
+_CURRENT_RUN: contextvars.ContextVar["Run | None"] = contextvars.ContextVar("mcpx_task_run", default=None)
+
+
+def current_run() -> "Run | None":
+    """The engine Run the calling code executes under (an mcpx task, or a 2026 call that may
+    become one), or None for an ordinary call."""
+    return _CURRENT_RUN.get()
+
+
 class _Questions:
     def __init__(self, originals: dict[str, str]) -> None:
-        self.originals = originals
+        self.originals = originals  # exposed key -> the upstream's key
+        self.remaining: set[str] = set()
         self.answers: dict[str, Any] = {}
         self.done = anyio.Event()
 
@@ -46,6 +61,8 @@ class Run:
         self.scope = anyio.CancelScope()
         self.done = anyio.Event()
         self.task_id: str | None = None
+        self.adopted = anyio.Event()  # set once `task_id` names a committed row
+        self.upstream_task_id: str | None = None  # the upstream's own task, when the call is one
         self.outcome: tuple[str, Any, Any, str | None] | None = None
         self.result: dict[str, Any] | None = None
         self.exception: BaseException | None = None
@@ -56,9 +73,11 @@ class TaskEngine:
         self.store = store
         self.tg: TaskGroup | None = None
         self.on_change: OnChange | None = None
+        self.resume: Resume | None = None
+        self.closing = False  # set by close(): upstream tasks are left running, to be resumed
         self._scopes: dict[str, anyio.CancelScope] = {}
         self._changed: dict[str, anyio.Event] = {}
-        self._questions: dict[str, _Questions] = {}
+        self._waiting: dict[str, _Questions] = {}  # exposed question key -> its asker
         # Every status change re-reads the row and writes under this lock: a cancel and a
         # completion racing each other leave exactly one terminal status (compare-and-set).
         self._transition = anyio.Lock()
@@ -69,9 +88,39 @@ class TaskEngine:
         self.tg = tg
         tg.start_soon(self.store.run_writer)
         for task in await self.store.all_open():
-            if task.upstream_task_id is None:
+            if task.upstream_task_id is None or self.resume is None:
                 await self.store.put(task.move(FAILED, now_ms(), message=RESTARTED, error={"code": INTERNAL_ERROR, "message": RESTARTED}))
+            else:
+                if task.status == INPUT_REQUIRED:  # the previous daemon's questions died with it
+                    task = task.move(WORKING, now_ms())
+                    await self.store.put(task)
+                self._resume(task)
         tg.start_soon(self._expire_loop)
+
+    def _resume(self, task: Task) -> None:
+        """Keep following the upstream task this row names; its outcome lands as usual. The
+        callback waits for the upstream to be ready (the pool starts after the engine)."""
+        resume = self.resume
+        assert resume is not None
+        run = Run(task.era)
+        run.task_id = task.id
+        run.upstream_task_id = task.upstream_task_id
+        log.info("task %s: resuming upstream task %s on %s", task.id, task.upstream_task_id, task.upstream)
+        self._start(run, lambda: resume(task))
+
+    async def set_upstream_task(self, run: "Run", upstream_task_id: str) -> None:
+        """The call under `run` became an upstream task: remember its id, durably once the run
+        is a task (so a restarted daemon resumes it instead of failing it)."""
+        run.upstream_task_id = upstream_task_id
+        if run.task_id is not None:
+            await self._store_upstream_id(run.task_id, upstream_task_id)
+
+    async def _store_upstream_id(self, task_id: str, upstream_task_id: str) -> None:
+        async with self._transition:
+            current = await self.store.get(task_id)
+            if current is None or current.terminal or current.upstream_task_id == upstream_task_id:
+                return
+            await self.store.put(replace(current, upstream_task_id=upstream_task_id))
 
     async def create(self, *, owner: str, owner_info: dict[str, Any], upstream: str, tool: str, arguments: dict[str, Any], era: str, ttl_ms: int | None, poll_ms: int, call: Call) -> Task:
         """The row is committed before this returns; only then does the work start."""
@@ -94,9 +143,14 @@ class TaskEngine:
 
     async def adopt(self, run: "Run", task: Task) -> Task:
         """Turn a running call into a task: commit the row, then let the outcome land in it."""
+        if run.upstream_task_id is not None:
+            task = replace(task, upstream_task_id=run.upstream_task_id)
         await self.store.put(task)
         run.task_id = task.id
+        run.adopted.set()
         self._scopes[task.id] = run.scope
+        if run.upstream_task_id is not None and run.upstream_task_id != task.upstream_task_id:
+            await self._store_upstream_id(task.id, run.upstream_task_id)  # it arrived during the put
         if run.done.is_set() and run.outcome is not None:  # it finished while the row was written
             await self._finish(task.id, *run.outcome)
         return task
@@ -105,7 +159,14 @@ class TaskEngine:
         assert self.tg is not None
         if run.task_id is not None:
             self._scopes[run.task_id] = run.scope
-        self.tg.start_soon(self._run, run, call)
+            run.adopted.set()
+        # The call sees its Run (current_run()): that is how the dispatcher knows a call runs
+        # under the engine and may become an upstream task. The new task copies this context.
+        token = _CURRENT_RUN.set(run)
+        try:
+            self.tg.start_soon(self._run, run, call)
+        finally:
+            _CURRENT_RUN.reset(token)
 
     async def _run(self, run: "Run", call: Callable[[], Awaitable[dict[str, Any]]]) -> None:
         try:
@@ -192,52 +253,83 @@ class TaskEngine:
 
     # ---- questions inside a task (2026 inputRequests; answered by tasks/update) -------------
     async def ask(self, task_id: str, requests: dict[str, Any]) -> dict[str, Any]:
-        """Put the task in input_required with these requests, wait until every one is answered,
-        and return the answers under the upstream's own keys."""
-        task = await self.store.get(task_id)
-        if task is None or task.terminal:
-            raise InternalError(f"task {task_id} ended before its question could be asked")
-        exposed: dict[str, Any] = {}
-        originals: dict[str, str] = {}
-        used = task.keys_used
-        for key, request in requests.items():
-            used += 1
-            out = f"{used}-{key}"  # unique for the task's whole life (tasks.md:350)
-            exposed[out] = request
-            originals[out] = key
-        waiter = _Questions(originals)
-        self._questions[task_id] = waiter
+        """Add these requests to the task's outstanding inputRequests (status input_required), wait
+        until every one is answered, and return the answers under the upstream's own keys.
+        Several asks may be outstanding at once; each key is unique for the task's whole life."""
+        waiter = _Questions({})
         async with self._transition:
             task = await self.store.get(task_id)
             if task is None or task.terminal:
                 raise InternalError(f"task {task_id} ended before its question could be asked")
-            await self._save(replace(task.move(INPUT_REQUIRED, now_ms(), message="waiting for input"), input_requests=exposed, keys_used=used))
+            used = task.keys_used
+            exposed: dict[str, Any] = {}
+            for key, request in requests.items():
+                used += 1
+                out = f"{used}-{key}"  # unique for the task's whole life (tasks.md:350)
+                exposed[out] = request
+                waiter.originals[out] = key
+                self._waiting[out] = waiter
+            waiter.remaining = set(exposed)
+            moved = task.move(INPUT_REQUIRED, now_ms(), message="waiting for input")
+            await self._save(replace(moved, input_requests={**task.input_requests, **exposed}, keys_used=used))
         try:
-            await waiter.done.wait()
+            if waiter.remaining:
+                await waiter.done.wait()
         finally:
-            self._questions.pop(task_id, None)
+            with anyio.CancelScope(shield=True):
+                for key in exposed:
+                    self._waiting.pop(key, None)
+                await self._withdraw(task_id, set(exposed))
+        return waiter.answers
+
+    @contextlib.asynccontextmanager
+    async def asking(self, task_id: str) -> AsyncIterator[None]:
+        """A 2025 task shows input_required while mcpx asks its host something (tasks.mdx:447)."""
+        await self._set(task_id, INPUT_REQUIRED)
+        try:
+            yield
+        finally:
+            with anyio.CancelScope(shield=True):
+                await self._set(task_id, WORKING)
+
+    async def _set(self, task_id: str, status: str) -> None:
         async with self._transition:
             current = await self.store.get(task_id)
-            if current is not None and not current.terminal:
+            if current is not None and not current.terminal and current.status != status:
+                await self._save(current.move(status, now_ms()))
+
+    async def _withdraw(self, task_id: str, keys: set[str]) -> None:
+        """These keys are settled (answered, or their asker gave up): no longer outstanding."""
+        async with self._transition:
+            current = await self.store.get(task_id)
+            if current is None or current.terminal:
+                return
+            left = {k: v for k, v in current.input_requests.items() if k not in keys}
+            if left == current.input_requests:
+                return
+            if left:
+                await self._save(replace(current, input_requests=left, updated_ms=now_ms()))
+            else:
                 await self._save(current.move(WORKING, now_ms()))
-        return waiter.answers
 
     async def answer(self, task_id: str, responses: dict[str, Any]) -> None:
         """Record answers for outstanding keys; others are ignored (tasks.md:379)."""
+        settled: set[str] = set()
         async with self._transition:
-            waiter = self._questions.get(task_id)
             task = await self.store.get(task_id)
-            if waiter is None or task is None or task.terminal:
+            if task is None or task.terminal:
                 return
-            taken = {k: v for k, v in responses.items() if k in task.input_requests}
-            if not taken:
-                return
-            for key, value in taken.items():
+            for key, value in responses.items():
+                waiter = self._waiting.get(key)
+                if key not in task.input_requests or waiter is None or key not in waiter.remaining:
+                    continue
                 waiter.answers[waiter.originals[key]] = value
-            left = {k: v for k, v in task.input_requests.items() if k not in taken}
-            await self._save(replace(task, input_requests=left, updated_ms=now_ms()))
-        if not left:
-            waiter.done.set()
+                waiter.remaining.discard(key)
+                settled.add(key)
+                if not waiter.remaining:
+                    waiter.done.set()
+        if settled:
+            await self._withdraw(task_id, settled)
 
     async def list_owner(self, owner: str, after: tuple[int, str] | None, limit: int) -> list[Task]:
         t = now_ms()
@@ -257,6 +349,7 @@ class TaskEngine:
                 log.warning("task expiry sweep failed: %s", exc)
 
     async def close(self) -> None:
+        self.closing = True
         for scope in list(self._scopes.values()):
             scope.cancel()
         await self.store.close()

@@ -36,6 +36,10 @@ CREATE TABLE IF NOT EXISTS tasks (
 );
 CREATE INDEX IF NOT EXISTS tasks_owner ON tasks(owner, created_ms, id);
 CREATE INDEX IF NOT EXISTS tasks_expiry ON tasks(expires_ms);
+CREATE TABLE IF NOT EXISTS questions (
+    id TEXT PRIMARY KEY,
+    body TEXT NOT NULL
+);
 CREATE TABLE IF NOT EXISTS sessions (
     id TEXT PRIMARY KEY,
     body TEXT NOT NULL
@@ -155,6 +159,14 @@ class TaskStore:
         async with self.db.execute("SELECT body FROM sessions WHERE id = ?", (session_id,)) as cur:
             row = await cur.fetchone()
         return json.loads(row[0]) if row else None
+
+    async def put_question(self, qid: str, body: dict[str, Any]) -> None:
+        await self._write("INSERT OR REPLACE INTO questions VALUES (?, ?)", (qid, json.dumps(body)))
+
+    async def questions(self, limit: int = 200) -> list[dict[str, Any]]:
+        assert self.db is not None
+        async with self.db.execute("SELECT body FROM questions ORDER BY rowid DESC LIMIT ?", (limit,)) as cur:
+            return [json.loads(r[0]) for r in await cur.fetchall()]
 
     async def close(self) -> None:
         if self._send is not None:

@@ -301,11 +301,14 @@ class Client:
         if self._closed:
             raise ConnectionFailed("client closed")
         if self._active >= self.max_connections:
-            with anyio.fail_after(timeout):
-                while self._active >= self.max_connections:
-                    if self._freed is None:
-                        self._freed = anyio.Event()
-                    await self._freed.wait()
+            try:
+                with anyio.fail_after(timeout):
+                    while self._active >= self.max_connections:
+                        if self._freed is None:
+                            self._freed = anyio.Event()
+                        await self._freed.wait()
+            except TimeoutError:
+                raise TimeoutError(f"all {self.max_connections} connections to {self.host_header} stayed busy for {timeout:g} s") from None
         self._active += 1
         try:
             now = time.monotonic()

@@ -1,0 +1,72 @@
+"""Upstream calls held open across a 2026 host's MRTR rounds.
+
+A 2025 upstream asks its questions as server requests in the middle of a call; a 2026 host can only
+be asked by an `input_required` result followed by a retry. So mcpx holds the upstream call open
+(parked), returns the questions as `inputRequests` keyed by their broker question ids with a signed
+`requestState` naming the park, and the retry's `inputResponses` answer those questions: the
+**same** upstream work resumes, it is never started again.
+"""
+
+from __future__ import annotations
+
+import secrets
+from typing import Any
+
+import anyio
+
+PARK_LINGER_S = 60.0  # a finished parked call waits this long for its host's retry
+
+
+class Park:
+    def __init__(self) -> None:
+        self.id = secrets.token_urlsafe(16)
+        self.outstanding: dict[str, dict[str, Any]] = {}  # broker question id -> input request
+        self.changed = anyio.Event()
+
+    async def hold(self, question: Any) -> dict[str, Any]:
+        """The broker's host_ask for a parked call: wait until someone answers the question
+        through the broker (the host's retry, or an operator); the broker then cancels this."""
+        self.outstanding[question.id] = {"method": question.method, "params": question.params}
+        self.changed.set()
+        try:
+            await anyio.sleep_forever()
+        finally:
+            self.outstanding.pop(question.id, None)
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def rearm(self) -> None:
+        self.changed = anyio.Event()
+
+
+def park_of(params: dict[str, Any]) -> str | None:
+    """The park a retry resumes: mcpx's own state inside the signed requestState envelope."""
+    state = params.get("requestState")
+    if isinstance(state, dict) and isinstance(state.get("mcpxPark"), str):
+        return state["mcpxPark"]
+    return None
+
+
+async def wait_for(run: Any, park: Park, deadline_s: float | None) -> str:
+    """'done', 'question' or 'deadline', whichever comes first (done wins a tie)."""
+    outcome = "deadline"
+    async with anyio.create_task_group() as tg:
+
+        async def on_done() -> None:
+            nonlocal outcome
+            await run.done.wait()
+            outcome = "done"
+            tg.cancel_scope.cancel()
+
+        async def on_question() -> None:
+            nonlocal outcome
+            await park.changed.wait()
+            outcome = "question"
+            tg.cancel_scope.cancel()
+
+        tg.start_soon(on_done)
+        tg.start_soon(on_question)
+        if deadline_s is None:
+            await anyio.sleep_forever()
+        await anyio.sleep(deadline_s)
+        tg.cancel_scope.cancel()
+    return "done" if run.done.is_set() else outcome
