@@ -26,6 +26,7 @@ from ..tasks.engine import TaskEngine, now_ms
 from ..tasks.model import legacy_task
 from ..upstream.catalogue import KINDS
 from ..upstream.pool import UpstreamPool, UpstreamServer
+from ..upstream.session import RELAYED_CLIENT_CAPS
 from .connection import HostError, RequestContext
 from .modern_tasks import ModernTasks, detailed
 from .legacy_tasks import TASK_CAPABILITY, LegacyTasks, TaskErrorReply, task_support, tasks_enabled
@@ -195,8 +196,13 @@ class Dispatcher:
         bound = request_state.binding(method, up)
         round_ = 0
         caps: dict[str, Any] = {}
-        if mrtr:
+        if mrtr and ctx.era == "modern":
+            # Capability honesty: the host's own, per request; what it lacks, the upstream refuses.
             caps = {k: v for k, v in ctx.client_caps.items() if k in _RELAYABLE_CAPS}
+        elif mrtr:
+            # A 2025 host is asked what it declared; anything else an operator answers (broker),
+            # as mcpx promises every handshake upstream (session.RELAYED_CLIENT_CAPS).
+            caps = dict(RELAYED_CLIENT_CAPS)
         if mrtr and ctx.era == "modern":
             if "inputResponses" in params:
                 up["inputResponses"] = params["inputResponses"]

@@ -445,6 +445,8 @@ class Server:
         if method == "ping":
             return {}
         if method == "server/discover":
+            if getattr(self, "legacy_only", False):
+                raise RpcError(-32601, "Method not found: server/discover (this server speaks 2025-11-25)")
             return {"supportedVersions": [MODERN], "capabilities": self.capabilities(),
                     "instructions": INSTRUCTIONS}
         if method == "logging/setLevel":

@@ -128,12 +128,15 @@ def main(argv: list[str] | None = None) -> int:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--ttl-ms", type=int, default=0,
                         help="ttlMs on modern discover/list/read results (default 0)")
+    common.add_argument("--legacy-only", action="store_true",
+                        help="answer server/discover with -32601, so clients fall back to 2025-11-25")
     sub.add_parser("stdio", parents=[common], help="newline-delimited JSON-RPC on stdin/stdout")
     http = sub.add_parser("http", parents=[common], help="Streamable HTTP on 127.0.0.1 at /mcp")
     http.add_argument("--port", type=int, default=0, help="0 picks a free port")
     http.add_argument("--ready-file", default=None, help="write the bound port here once listening")
     args = parser.parse_args(argv)
     server = Server(Surface(), ttl_ms=args.ttl_ms)
+    server.legacy_only = args.legacy_only
     try:
         if args.transport == "stdio":
             asyncio.run(run_stdio(server))
