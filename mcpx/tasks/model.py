@@ -75,34 +75,28 @@ def iso(ms: int) -> str:
     return datetime.fromtimestamp(ms / 1000, tz=timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
-def legacy_task(task: Task) -> dict[str, Any]:
-    """2025-11-25 `Task` (schema Task: taskId, status, createdAt, lastUpdatedAt, ttl required)."""
+def _wire(task: Task, ttl_key: str, poll_key: str) -> dict[str, Any]:
     out: dict[str, Any] = {
         "taskId": task.id,
         "status": task.status,
         "createdAt": iso(task.created_ms),
         "lastUpdatedAt": iso(task.updated_ms),
-        "ttl": task.ttl_ms,
-        "pollInterval": task.poll_ms,
+        ttl_key: task.ttl_ms,
+        poll_key: task.poll_ms,
     }
     if task.status_message:
         out["statusMessage"] = task.status_message
     return out
+
+
+def legacy_task(task: Task) -> dict[str, Any]:
+    """2025-11-25 `Task` (schema Task: taskId, status, createdAt, lastUpdatedAt, ttl required)."""
+    return _wire(task, "ttl", "pollInterval")
 
 
 def modern_task(task: Task) -> dict[str, Any]:
     """ext `Task`: flat, with ttlMs/pollIntervalMs (never the legacy names)."""
-    out: dict[str, Any] = {
-        "taskId": task.id,
-        "status": task.status,
-        "createdAt": iso(task.created_ms),
-        "lastUpdatedAt": iso(task.updated_ms),
-        "ttlMs": task.ttl_ms,
-        "pollIntervalMs": task.poll_ms,
-    }
-    if task.status_message:
-        out["statusMessage"] = task.status_message
-    return out
+    return _wire(task, "ttlMs", "pollIntervalMs")
 
 
 def legacy_status_for_result(result: dict[str, Any]) -> str:
