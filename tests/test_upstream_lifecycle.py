@@ -98,8 +98,14 @@ def test_modern_only_upstream_is_spoken_to_in_2026(start_daemon: Any, tmp_path: 
     res = reply_of(host.legacy("tools/call", {"name": "new__whoami", "arguments": {}}))["result"]
     meta = res["structuredContent"]
     assert meta["io.modelcontextprotocol/protocolVersion"] == "2026-07-28"
-    assert meta["io.modelcontextprotocol/clientCapabilities"] == {}
+    # For a 2025 host mcpx can relay every question (to the host if it declared it, else to an
+    # operator), so it declares all three upstream.
+    assert meta["io.modelcontextprotocol/clientCapabilities"] == {"elicitation": {}, "sampling": {}, "roots": {}}
     assert "resultType" not in res  # a legacy host gets no 2026 discriminator
+    # A 2026 host's own per-request capabilities go up, and nothing it did not declare.
+    caps = {"sampling": {}, "extensions": {"io.modelcontextprotocol/tasks": {}}}
+    own = raw_host(d.url).modern("tools/call", {"name": "new__whoami", "arguments": {}}, meta={"io.modelcontextprotocol/clientCapabilities": caps}).json()["result"]
+    assert own["structuredContent"]["io.modelcontextprotocol/clientCapabilities"] == {"sampling": {}}
 
 
 def test_call_timeout_abandons_the_call_and_cancels_it_upstream(start_daemon: Any, tmp_path: Path, raw_host: Any) -> None:

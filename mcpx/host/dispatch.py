@@ -425,6 +425,14 @@ class Dispatcher:
             await server.unwatch(uri)
         return {}
 
+    async def unwatch_all(self, exposed_uris: set[str]) -> None:
+        for exposed in exposed_uris:
+            try:
+                server, uri = self.pool.resolve_uri(exposed)
+                await server.unwatch(uri)
+            except Exception as exc:
+                log.debug("unwatch %s: %s", exposed, exc)
+
     # ---- 2026 subscriptions/listen -------------------------------------------------------
     async def _listen(self, ctx: RequestContext, params: dict[str, Any], rid: Any) -> dict[str, Any]:
         wanted = params.get("notifications")

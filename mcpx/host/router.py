@@ -44,6 +44,9 @@ class HostRouter:
     def close(self, conn: HostConnection) -> None:
         self.connections.pop(conn.id, None)
         self.dispatcher.hub.legacy.pop(conn.id, None)
+        if conn.resource_subscriptions and self.tg is not None:
+            uris, conn.resource_subscriptions = set(conn.resource_subscriptions), set()
+            self.tg.start_soon(self.dispatcher.unwatch_all, uris)  # upstream subscriptions go too
         # A legacy host's disconnect is not a cancellation; its calls finish and are dropped.
 
     # ---- contexts ------------------------------------------------------------------------
