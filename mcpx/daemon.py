@@ -29,6 +29,7 @@ from .host.shim_endpoint import ShimEndpoint
 from .host.subscriptions import Hub
 from .tasks.engine import TaskEngine
 from .tasks.store import TaskStore
+from .upstream import upstream_tasks
 from .upstream.pool import UpstreamPool
 
 log = logging.getLogger("mcpx.daemon")
@@ -54,6 +55,8 @@ class Daemon:
         self.hub = Hub()
         self.engine = TaskEngine(TaskStore(state_dir / "mcpx.db"))
         self.dispatcher = Dispatcher(config, self.pool, self.hub, self.engine)
+        # Tasks whose upstream call was itself a task resume polling it after a restart.
+        self.engine.resume = upstream_tasks.resumer(self.pool, self.engine)
         for server in self.pool.servers.values():
             server.on_change = self._on_change
             server.on_resource_updated = self._on_resource_updated

@@ -320,6 +320,7 @@ class Dispatcher:
         one, so a restarted daemon resumes polling it. Every other call goes straight through."""
         from ..tasks.engine import current_run
         from ..upstream import upstream_tasks
+        from ..upstream.session import RELAYED_CLIENT_CAPS
 
         override = server.cfg.mcpx.tools.get(route.name)
         timeout = (override.callTimeout if override and override.callTimeout else None) or server.cfg.mcpx.callTimeout
@@ -337,7 +338,9 @@ class Dispatcher:
             for key in ("inputResponses", "requestState"):
                 if params.get(key) is not None:
                     up[key] = params[key]
-        caps = {k: v for k, v in ctx.client_caps.items() if k in _RELAYABLE_CAPS} if session.era == "modern" else {}
+        caps: dict[str, Any] = {}
+        if session.era == "modern":  # as _forward declares them: the 2026 host's own; for a 2025 host, all it relays
+            caps = {k: v for k, v in ctx.client_caps.items() if k in _RELAYABLE_CAPS} if ctx.era == "modern" else dict(RELAYED_CLIENT_CAPS)
         record = await self.engine.get(run.task_id) if run.task_id is not None else None
         ttl = record.ttl_ms if record is not None else self.config.tasks.ttlMs
         engine = self.engine

@@ -47,7 +47,7 @@ class Transport(Protocol):
 
 OnRequest = Callable[[str, dict[str, Any]], Awaitable[dict[str, Any]]]
 # Requests a server may send mid-call; mcpx relays them to whoever made the call.
-_CALL_METHODS = frozenset({"tools/call", "prompts/get", "resources/read"})
+_CALL_METHODS = frozenset({"tools/call", "prompts/get", "resources/read", "tasks/result"})
 # What mcpx declares to handshake upstreams: it can relay these to hosts that declared them.
 RELAYED_CLIENT_CAPS = {"elicitation": {}, "sampling": {}, "roots": {}}
 

@@ -120,14 +120,21 @@ def created_task(session: Any, res: dict[str, Any]) -> dict[str, Any] | None:
     return None
 
 
-def poll_delay(task: dict[str, Any] | None) -> float:
-    """The upstream's suggested interval (`pollInterval` / `pollIntervalMs`, ms), bounded."""
+def poll_delay(task: dict[str, Any] | None, attempt: int | None = None) -> float:
+    """The upstream's suggested interval (`pollInterval` / `pollIntervalMs`, ms), bounded to
+    [POLL_MIN_S, POLL_MAX_S]. With `attempt` (polls made so far) the first polls come sooner,
+    doubling from POLL_MIN_S up to that interval (what FastMCP's own client does), so a short
+    task is not held back by a long suggested interval (FastMCP suggests 5 s)."""
     ms = None
     if isinstance(task, dict):
         ms = task.get("pollIntervalMs", task.get("pollInterval"))
     if not isinstance(ms, (int, float)) or isinstance(ms, bool) or ms <= 0:
-        return POLL_DEFAULT_S
-    return min(POLL_MAX_S, max(POLL_MIN_S, ms / 1000))
+        suggested = POLL_DEFAULT_S
+    else:
+        suggested = min(POLL_MAX_S, max(POLL_MIN_S, ms / 1000))
+    if attempt is None:
+        return suggested
+    return min(suggested, POLL_MIN_S * 2 ** min(attempt, 16))
 
 
 def _strip_related(res: dict[str, Any]) -> dict[str, Any]:
@@ -202,6 +209,7 @@ class Follower:
 
     async def _follow(self, task: dict[str, Any] | None) -> dict[str, Any]:
         session: Any = None
+        polls = 0
         while True:
             if task is None:
                 try:
@@ -223,7 +231,8 @@ class Follower:
                     # The questions come on the stream of a blocking tasks/result (tasks.mdx:435-449).
                     return await self._blocking_result(session)
                 await self._answer(task)
-            await self.sleep(poll_delay(task))
+            await self.sleep(poll_delay(task, polls))
+            polls += 1
             task = None
 
     async def _blocking_result(self, session: Any) -> dict[str, Any]:
@@ -261,6 +270,8 @@ class Follower:
                     raise UpstreamError(error)
                 raise UpstreamError({"code": INTERNAL_ERROR, "message": task.get("statusMessage") or f"upstream task {self.task_id} failed"})
             raise UpstreamError({"code": INTERNAL_ERROR, "message": task.get("statusMessage") or f"upstream task {self.task_id} was cancelled upstream"})
+        if status == "cancelled":  # someone else cancelled it upstream (ours never gets here)
+            return self._legacy_outcome(task, {})
         # Legacy: what the underlying request returned, error included (tasks.mdx:464-466).
         _, res = await self._request("tasks/result", {"taskId": self.task_id}, timeout=None, on_request=self.on_request)
         return self._legacy_outcome(task, res)

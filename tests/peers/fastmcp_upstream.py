@@ -1,0 +1,125 @@
+"""MCP upstream (server) on FastMCP 4.1.4 + ``fastmcp-tasks`` 4.1.4: the 2026-07-28
+``io.modelcontextprotocol/tasks`` extension (in-memory Docket backend).
+
+Run it with the ``fastmcp-tasks`` peer venv's python (``peer_python("fastmcp-tasks")``)::
+
+    python fastmcp_upstream.py stdio [--events FILE]
+    python fastmcp_upstream.py http --port N [--ready-file FILE] [--events FILE]   # /mcp
+
+Tools:
+  slow(seconds=1.0, steps=1, text="done")  ``task=True`` (optional): as a task only when the
+                       request declares the extension; returns ``"<text> after <seconds> s"``.
+  echo(text)           ``task=False``: the text.
+
+``--events FILE`` appends JSON lines: ``{"event": "request", "method": "tasks/get"|"tasks/cancel"|
+"tasks/update", "taskId": ...}`` for every task request, and tool events ``slow_start`` /
+``slow_done`` / ``slow_cancelled``. Task ids are not bound to a session (the extension's model),
+so a restarted gateway can keep polling a task the HTTP process still holds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from typing import Any
+
+import anyio
+from fastmcp import FastMCP
+from fastmcp_tasks import TasksExtension
+
+_events_path: str | None = None
+
+
+def _event(event: str, **fields: Any) -> None:
+    if _events_path is None:
+        return
+    line = json.dumps({"event": event, "t": time.time(), "pid": os.getpid(), **fields})
+    with open(_events_path, "a", encoding="utf-8") as f:
+        f.write(line + "\n")
+
+
+class LoggedTasks(TasksExtension):
+    """The stock extension, logging each task request before answering it."""
+
+    async def _handle_get(self, ctx: Any, params: Any) -> Any:
+        _event("request", method="tasks/get", taskId=params.task_id)
+        return await super()._handle_get(ctx, params)
+
+    async def _handle_cancel(self, ctx: Any, params: Any) -> Any:
+        _event("request", method="tasks/cancel", taskId=params.task_id)
+        return await super()._handle_cancel(ctx, params)
+
+    async def _handle_update(self, ctx: Any, params: Any) -> Any:
+        _event("request", method="tasks/update", taskId=params.task_id)
+        return await super()._handle_update(ctx, params)
+
+
+def build_server() -> FastMCP:
+    mcp = FastMCP("fastmcp-upstream")
+    mcp.add_extension(LoggedTasks(url="memory://"))
+
+    @mcp.tool(task=True)
+    async def slow(seconds: float = 1.0, steps: int = 1, text: str = "done") -> str:
+        """Sleep, then say so."""
+        _event("slow_start", seconds=seconds)
+        try:
+            for _ in range(max(1, steps)):
+                await anyio.sleep(seconds / max(1, steps))
+        except anyio.get_cancelled_exc_class():
+            _event("slow_cancelled")
+            raise
+        _event("slow_done")
+        return f"{text} after {seconds:g} s"
+
+    @mcp.tool(task=False)
+    async def echo(text: str) -> str:
+        """Return the text unchanged."""
+        return text
+
+    return mcp
+
+
+async def run_http(mcp: FastMCP, port: int, ready_file: str | None) -> None:
+    import socket
+
+    import uvicorn
+
+    app = mcp.http_app(path="/mcp")
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", port))
+    sock.listen(128)
+    bound = sock.getsockname()[1]
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(server.serve, [sock])
+        while not server.started:
+            await anyio.sleep(0.02)
+        if ready_file:
+            tmp = ready_file + ".tmp"
+            with open(tmp, "w") as f:
+                f.write(str(bound))
+            os.replace(tmp, ready_file)
+
+
+def main() -> None:
+    global _events_path
+    parser = argparse.ArgumentParser()
+    parser.add_argument("mode", choices=("stdio", "http"))
+    parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--ready-file")
+    parser.add_argument("--events")
+    args = parser.parse_args()
+    _events_path = args.events
+    mcp = build_server()
+    if args.mode == "stdio":
+        anyio.run(lambda: mcp.run_stdio_async(show_banner=False, log_level="WARNING"))
+    else:
+        anyio.run(run_http, mcp, args.port, args.ready_file)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
