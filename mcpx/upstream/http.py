@@ -156,7 +156,9 @@ class HttpTransport:
                     except ValueError:
                         data = None
                     if isinstance(data, dict) and ("result" in data or "error" in data):
-                        data.setdefault("id", rid)
+                        # A JSON body answers this POST's request, whatever id a server put on an
+                        # error it could not tie to one (SDK 1.30 says "server-error").
+                        data["id"] = rid
                         await self._feed(data, rid)
                         return
                     if resp.status_code == 404 and self.era == "legacy" and self.session_id:
