@@ -30,7 +30,9 @@ from ..protocol.revisions import (
 
 log = logging.getLogger("mcpx.upstream")
 
-PROBE_TIMEOUT_S = 5.0
+# A stdio server answers its first line only once it has started (FastMCP takes > 5 s to import),
+# so its probe waits longer; silence then means a handshake server that ignores unknown methods.
+PROBE_TIMEOUT_S = {"stdio": 15.0, "http": 5.0}
 INIT_TIMEOUT_S = 20.0
 CLIENT_INFO = {"name": "mcpx", "version": __version__}
 OnNotify = Callable[[dict[str, Any]], Awaitable[None]]
@@ -255,7 +257,7 @@ class UpstreamSession:
     # ---- probe ---------------------------------------------------------------------------
     async def start(self) -> None:
         try:
-            with anyio.fail_after(PROBE_TIMEOUT_S):
+            with anyio.fail_after(PROBE_TIMEOUT_S.get(self.transport.kind, 5.0)):
                 self.era = "modern"  # so the probe itself carries modern headers
                 res = await self.request("server/discover", {"_meta": {META_VERSION: MODERN, META_CAPS: {}, META_CLIENT_INFO: CLIENT_INFO}})
             if MODERN in (res.get("supportedVersions") or []):
