@@ -40,11 +40,19 @@ class RawClient:
         self.sock.sendall("POST /mcp HTTP/1.1\r\n".encode() + "".join(f"{k}: {v}\r\n" for k, v in head.items()).encode() + b"\r\n" + body)
         buf = b""
         while b"\r\n\r\n" not in buf:
-            buf += self.sock.recv(65536)
+            chunk = self.sock.recv(65536)
+            if not chunk:  # the server closed an idle keep-alive connection: reconnect, resend
+                self.sock = socket.create_connection(self.sock.getpeername()[:2])
+                self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+                return self.post(msg, extra)
+            buf += chunk
         raw_head, rest = buf.split(b"\r\n\r\n", 1)
         length = next(int(line.split(b":")[1]) for line in raw_head.split(b"\r\n") if line.lower().startswith(b"content-length"))
         while len(rest) < length:
-            rest += self.sock.recv(65536)
+            chunk = self.sock.recv(65536)
+            if not chunk:
+                raise ConnectionError("connection closed mid-response")
+            rest += chunk
         return json.loads(rest[:length])
 
     def close(self) -> None:

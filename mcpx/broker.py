@@ -116,8 +116,9 @@ class Broker:
             return False
         q = waiting.question
         q.status, q.answered_by, q.answer = "answered", by, answer
+        with anyio.CancelScope(shield=True):  # the row is written before anyone is woken
+            await self._persist(q)
         waiting.done.set()
-        await self._persist(q)
         return True
 
     async def _expire(self, q: Question) -> None:

@@ -17,6 +17,7 @@ from ..protocol.errors import (
     InvalidParams,
     McpError,
     MethodNotFound,
+    MissingClientCapability,
     UpstreamError,
     UpstreamUnavailable,
     upstream_error_for,
@@ -263,7 +264,7 @@ class Dispatcher:
                 except HostError as exc:
                     raise UpstreamError(exc.error) from None
 
-        elif ctx.era == "modern" and ctx.task_id is not None:
+        elif ctx.era == "modern" and ctx.task_id is not None and capability in ctx.client_caps:
             task_id = ctx.task_id
 
             async def host_ask(q: Any) -> dict[str, Any]:
@@ -271,7 +272,13 @@ class Dispatcher:
                 answers = await self.engine.ask(task_id, {key: {"method": method, "params": clean}})
                 return answers[key]
 
-        elif ctx.era == "modern" and ctx.park is not None:
+        elif ctx.era == "modern" and ctx.task_id is None and ctx.park is not None and capability not in ctx.client_caps:
+            # The upstream needs what this 2026 host did not declare: the host's call gets -32021
+            # (index.mdx:387-392) and the held upstream call is dropped.
+            refused = MissingClientCapability(f"Missing required client capability: {capability}", {"requiredCapabilities": {capability or method: {}}})
+            ctx.park.refuse(refused)
+            raise refused
+        elif ctx.era == "modern" and ctx.task_id is None and ctx.park is not None:
             # A 2026 host's ordinary call: the question goes back to it as an MRTR round while the
             # upstream call is held open, and its retry answers it (host/parking.py).
             host_ask = ctx.park.hold
@@ -325,6 +332,8 @@ class Dispatcher:
         override = server.cfg.mcpx.tools.get(route.name)
         timeout = (override.callTimeout if override and override.callTimeout else None) or server.cfg.mcpx.callTimeout
         run = current_run()
+        if run is not None and not run.taskable:
+            run = None  # a call that can never become an mcpx task has no task to hand a question to
         session = await server.ready_session() if run is not None and (raw_state or ctx.era == "legacy") else None
         if session is None or not upstream_tasks.task_capable(session, upstream_tasks.upstream_tool(server, route.name)):
             res = await self._forward(ctx, server, "tools/call", {**params, "name": route.name}, timeout, raw_state=raw_state)
@@ -353,7 +362,8 @@ class Dispatcher:
                 return await self._ask_all(ctx, requests, server)
             await run.adopted.wait()  # a 2026 host: the questions become the mcpx task's inputRequests
             assert run.task_id is not None
-            return await engine.ask(run.task_id, requests)
+            ctx.task_id = run.task_id
+            return await self._ask_all(ctx, requests, server)  # through the broker: operators too
 
         async def ask_round(requests: dict[str, Any]) -> dict[str, Any]:
             return await self._ask_all(ctx, requests, server)

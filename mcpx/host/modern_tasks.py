@@ -110,6 +110,7 @@ class ModernTasks:
             detached.park = park
             slot = _Slot()
             run = self.d.engine.begin("modern", self._work(detached, params, route, server, slot))
+            run.taskable = taskable
         cfg = self.d.config.tasks
         try:
             outcome = await wait_for(run, park, cfg.taskAfterMs / 1000 if taskable and not slot.decided else None)
@@ -117,6 +118,9 @@ class ModernTasks:
             if not slot.decided:
                 run.scope.cancel()  # the host closed its stream while it owned the call: a cancel
             raise
+        if outcome == "question" and park.refused is not None and not slot.decided:
+            run.scope.cancel()
+            raise park.refused
         if outcome == "question" and not slot.decided:
             park.rearm()
             self.parks[park.id] = (run, park, slot, detached)

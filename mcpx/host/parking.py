@@ -22,6 +22,12 @@ class Park:
         self.id = secrets.token_urlsafe(16)
         self.outstanding: dict[str, dict[str, Any]] = {}  # broker question id -> input request
         self.changed = anyio.Event()
+        self.refused: Exception | None = None
+
+    def refuse(self, error: Exception) -> None:
+        """The host cannot be asked at all (a capability it lacks): its call fails with `error`."""
+        self.refused = error
+        self.changed.set()
 
     async def hold(self, question: Any) -> dict[str, Any]:
         """The broker's host_ask for a parked call: wait until someone answers the question

@@ -66,6 +66,7 @@ class Run:
         self.outcome: tuple[str, Any, Any, str | None] | None = None
         self.result: dict[str, Any] | None = None
         self.exception: BaseException | None = None
+        self.taskable = True  # False for a 2026 call that may never become a task
 
 
 class TaskEngine:

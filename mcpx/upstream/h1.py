@@ -1,16 +1,16 @@
 """A small HTTP/1.1 client for the hot path to one HTTP upstream.
 
-Why not httpx here (measured on the 2-core dev machine, bench/call_latency.py and an in-process loop
-of POSTs to the fixture upstream): httpx + httpcore spend about 2 ms of CPU per request there
-(~2,700 Python calls: URL and header models, h11 events, a trace and timeout scope per step, headers
-and body written separately), against about 0.2 ms for a bare keep-alive socket client and 0.4 ms for
-aiohttp. When other processes compete for the CPUs every such millisecond costs several in latency,
-so the HTTP upstream hop took 3-5 ms a call while a stdio upstream took about 1. This client keeps to
-what an MCP upstream needs and no more:
+Why not httpx here: it costs CPU, and on a busy machine CPU turns into latency several times over.
+Measured on the 2-core dev machine in one run, a keep-alive loop of POSTs to the fixture upstream on
+uvloop, median wall / CPU per request: httpx 2.73 / 2.13 ms, aiohttp 0.90 / 0.48 ms, a bare socket
+client 0.58 / 0.21 ms, this client 0.63 / 0.28 ms. (httpx + httpcore run ~2,700 Python calls a
+request: URL and header models, h11 events, a trace and timeout scope per step, head and body written
+separately.) Through the daemon that made the HTTP upstream hop 3-5 ms a call against ~1 ms for a
+stdio upstream. This client keeps to what an MCP upstream needs and no more:
 
 - one origin per client, keep-alive connections reused LIFO, dropped after `KEEPALIVE_EXPIRY_S` idle
   or when the server has closed them; a request that finds a reused connection dead before any byte
-  of reply is retried once on a fresh one (the server never saw it);
+  of reply is retried once on a fresh one (the server closed it without reading the request);
 - one write per request (head and body together), Content-Length bodies only;
 - replies framed by Content-Length, chunked transfer coding, or the connection closing;
 - TLS for https URLs through anyio, certificates checked as httpx's default transport did;
@@ -19,8 +19,8 @@ what an MCP upstream needs and no more:
 
 Errors: `ConnectionFailed` when the origin cannot be reached or the connection breaks or speaks
 something that is not HTTP/1.x; `InvalidRequest` for a header we refuse to send; `TimeoutError` when
-connecting (or waiting for a free connection) takes too long. There is no read timeout: SSE replies
-may be long.
+connecting, waiting for a free connection or sending takes too long (httpx's 30 s defaults). There
+is no read timeout: SSE replies may be long.
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ import urllib.request
 from http.cookiejar import CookieJar
 from types import TracebackType
 from typing import Any, AsyncIterator, Mapping
-from urllib.parse import unquote, urlsplit
+from urllib.parse import quote, unquote, urlsplit
 
 import anyio
 from anyio.abc import ByteStream, SocketAttribute
@@ -53,6 +53,8 @@ USER_AGENT = f"mcpx/{__version__}"
 
 _HEAD_END = re.compile(rb"\r?\n\r?\n")
 _BAD_HEADER = re.compile(r"[\r\n\0]")
+_SAFE_PATH = "/%:@!$&'()*+,;=-._~"  # RFC 3986 pchar and "/", existing escapes kept
+_SAFE_QUERY = _SAFE_PATH + "?"
 _ssl_context: ssl.SSLContext | None = None
 
 
@@ -243,24 +245,24 @@ class Response:
 class Client:
     """Keep-alive HTTP/1.1 to the origin of `url`; every request goes to that URL (plus a method)."""
 
-    def __init__(self, url: str, *, connect_timeout: float = 30.0, max_connections: int = 100) -> None:
+    def __init__(self, url: str, *, connect_timeout: float = 30.0, write_timeout: float = 30.0, max_connections: int = 100) -> None:
         parts = urlsplit(url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise ValueError(f"not an http(s) URL: {url!r}")
         self.url = url
         self.tls = parts.scheme == "https"
-        self.host = parts.hostname
+        self.host = parts.hostname if parts.hostname.isascii() else parts.hostname.encode("idna").decode()
         self.port = parts.port or (443 if self.tls else 80)
-        ascii_host = self.host.encode("idna").decode() if not self.host.isascii() else self.host
-        bracketed = f"[{ascii_host}]" if ":" in ascii_host else ascii_host
+        bracketed = f"[{self.host}]" if ":" in self.host else self.host
         default_port = self.port == (443 if self.tls else 80)
         self.host_header = bracketed if default_port else f"{bracketed}:{self.port}"
-        self.target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+        self.target = quote(parts.path or "/", safe=_SAFE_PATH) + (f"?{quote(parts.query, safe=_SAFE_QUERY)}" if parts.query else "")
         self.authorization: str | None = None
         if parts.username is not None:
             creds = f"{unquote(parts.username)}:{unquote(parts.password or '')}".encode()
             self.authorization = "Basic " + base64.b64encode(creds).decode()
         self.connect_timeout = connect_timeout
+        self.write_timeout = write_timeout
         self.max_connections = max_connections
         self._idle: list[_Conn] = []
         self._active = 0
@@ -397,7 +399,10 @@ class _Exchange:
             self.conn = conn
             try:
                 try:
-                    await conn.stream.send(self.data)
+                    with anyio.fail_after(client.write_timeout):
+                        await conn.stream.send(self.data)
+                except TimeoutError:
+                    raise TimeoutError(f"sending to {client.host_header} stalled for {client.write_timeout:g} s") from None
                 except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError) as exc:
                     if reused and attempt == 1:
                         raise _Stale from None
