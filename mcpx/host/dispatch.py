@@ -260,7 +260,8 @@ class Dispatcher:
                     if ctx.task_id is None:
                         return await ctx.conn.request(notify, method, sent, QUESTION_TIMEOUT_S)
                     async with self.engine.asking(ctx.task_id):  # the task shows input_required meanwhile
-                        return await ctx.conn.request(notify, method, sent, QUESTION_TIMEOUT_S)
+                        channel = await self.legacy_tasks.question_channel(ctx.task_id, ctx.conn)
+                        return await ctx.conn.request(channel, method, sent, QUESTION_TIMEOUT_S)
                 except HostError as exc:
                     raise UpstreamError(exc.error) from None
 

@@ -12,6 +12,8 @@ import binascii
 import json
 from typing import TYPE_CHECKING, Any
 
+import anyio
+
 from ..protocol import jsonrpc
 from ..protocol.errors import INTERNAL_ERROR, InternalError, InvalidParams, MethodNotFound
 from ..protocol.revisions import LEGACY_LATEST, META_RELATED_TASK
@@ -48,6 +50,29 @@ def task_support(dispatcher: "Dispatcher", server_key: str, tool: dict[str, Any]
 class LegacyTasks:
     def __init__(self, dispatcher: "Dispatcher") -> None:
         self.d = dispatcher
+        self.streams: dict[str, list[Any]] = {}  # task id -> open tasks/result streams
+
+    def _sender(self, task_ctx: RequestContext) -> Any:
+        """Best effort (progress): an open tasks/result stream of the task, else the GET stream."""
+
+        async def send(msg: dict[str, Any]) -> None:
+            streams = self.streams.get(task_ctx.task_id or "")
+            target = streams[-1] if streams else task_ctx.conn.send
+            if target is not None:
+                await target(msg)
+
+        return send
+
+    async def question_channel(self, task_id: str, conn: Any) -> Any:
+        """Where to ask the host a question inside this task: wait until it has a stream open
+        (it sees `input_required` meanwhile and should call tasks/result, tasks.mdx:449)."""
+        while True:
+            streams = self.streams.get(task_id)
+            if streams:
+                return streams[-1]
+            if conn.send is not None:
+                return conn.send
+            await anyio.sleep(0.1)
 
     @property
     def engine(self) -> Any:
@@ -73,7 +98,8 @@ class LegacyTasks:
         call_params = {k: v for k, v in params.items() if k != "task"}
         # The original progress token stays valid for the task's whole life (progress.mdx:69-71):
         # after the CreateTaskResult the request stream is gone, so progress goes on the session.
-        task_ctx = RequestContext(conn, ctx.era, ctx.revision, ctx.client_caps, ctx.meta, ctx.log_level, _session_sender(conn))
+        task_ctx = RequestContext(conn, ctx.era, ctx.revision, ctx.client_caps, ctx.meta, ctx.log_level, None)
+        task_ctx.notify = self._sender(task_ctx)
 
         async def call(task: Task) -> dict[str, Any]:
             return await self.d.call_tool(task_ctx, call_params, route, server)
@@ -100,7 +126,18 @@ class LegacyTasks:
 
     async def result(self, ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
         task = await self._owned(ctx, params)
-        done = await self.engine.wait_terminal(task.id)
+        # While this tasks/result is open, its stream is where the task's questions and progress
+        # go (tasks.mdx:435-449, DIGEST L5); the session's GET stream is the fallback.
+        streams = self.streams.setdefault(task.id, []) if ctx.notify is not None else None
+        if streams is not None:
+            streams.append(ctx.notify)
+        try:
+            done = await self.engine.wait_terminal(task.id)
+        finally:
+            if streams is not None:
+                streams.remove(ctx.notify)
+                if not streams:
+                    self.streams.pop(task.id, None)
         if done is None:
             raise InvalidParams(f"Unknown task: {task.id} (expired)")
         related = {META_RELATED_TASK: {"taskId": done.id}}
@@ -152,14 +189,6 @@ class TaskErrorReply(Exception):
         super().__init__(error.get("message"))
         self.error = error
         self.related = related
-
-
-def _session_sender(conn: Any) -> Any:
-    async def send(msg: dict[str, Any]) -> None:
-        if conn.send is not None:
-            await conn.send(msg)
-
-    return send
 
 
 def _encode_cursor(created_ms: int, task_id: str) -> str:

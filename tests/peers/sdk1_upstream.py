@@ -6,12 +6,17 @@ Run it with the SDK 1.30 peer venv's python (``peer_python("mcp-1.30")``)::
     python sdk1_upstream.py stdio [--events FILE] [--unscoped]
     python sdk1_upstream.py http --port N [--ready-file FILE] [--events FILE] [--unscoped]
 
-Tools (every one free of elicitation):
+Tools (all but ``ask_task`` free of elicitation):
   slow(seconds=1.0, steps=1, text="done")  taskSupport "optional": sleeps ``seconds`` in ``steps``
                             steps, then returns text ``"<text> after <seconds> s"``. As a task it
                             stops early (event ``slow_cancelled``) once the task is cancelled.
   echo(text)                taskSupport "forbidden": the text, at once.
   boom(message="boom")      taskSupport "optional": raises; as a task the SDK ends it ``failed``.
+  ask_task(message)         taskSupport "required": runs only as a task, whose work asks
+                            ``task_ctx.elicit(message, {name, age})`` (SDK 1.30 queues it for the
+                            ``tasks/result`` stream, tagged with the related task) and returns one
+                            text block ``json.dumps({"action", "content"}, sort_keys=True)``: exactly
+                            the ElicitResult it received. Events ``ask_asking`` / ``ask_answered``.
 
 ``--unscoped`` gives tasks explicit uuid4 ids (the SDK's deprecated ``task_id=``), which any
 session may use: what a durable upstream looks like, so a restarted gateway (a new session) can
@@ -73,6 +78,12 @@ def build_server(unscoped: bool) -> Server:
             execution=types.ToolExecution(taskSupport="forbidden"),
         ),
         types.Tool(
+            name="ask_task",
+            description="As a task: ask the user (elicitation), then echo exactly the answer.",
+            inputSchema={"type": "object", "properties": {"message": {"type": "string"}}, "required": ["message"]},
+            execution=types.ToolExecution(taskSupport="required"),
+        ),
+        types.Tool(
             name="boom",
             description="Raise.",
             inputSchema={"type": "object", "properties": {"message": {"type": "string"}}},
@@ -117,6 +128,13 @@ def build_server(unscoped: bool) -> Server:
         holder: dict[str, str] = {}
 
         async def work(task_ctx: Any) -> types.CallToolResult:
+            if name == "ask_task":
+                message = str(arguments.get("message", ""))
+                schema = {"type": "object", "properties": {"name": {"type": "string"}, "age": {"type": "integer"}}, "required": ["name", "age"]}
+                _event("ask_asking", taskId=task_ctx.task_id, message=message)
+                answer = await task_ctx.elicit(message, schema)
+                _event("ask_answered", taskId=task_ctx.task_id, action=answer.action, content=answer.content)
+                return _text(json.dumps({"action": answer.action, "content": answer.content}, sort_keys=True))
             if name == "boom":
                 raise RuntimeError(str(arguments.get("message", "boom")))
             return await slow(arguments, holder["id"])
