@@ -66,8 +66,7 @@ async def iter_sse(resp: httpx.Response | h1.Response) -> Any:
 class HttpTransport:
     kind = "http"
 
-    def __init__(self, name: str, cfg: ServerConfig, client: httpx.AsyncClient | None = None) -> None:
-        # `client` (the pool's shared httpx client) is accepted but no longer used: see the docstring.
+    def __init__(self, name: str, cfg: ServerConfig) -> None:
         self.name = name
         self.cfg = cfg
         self.http = h1.Client(cfg.url or "", connect_timeout=CONNECT_TIMEOUT_S)

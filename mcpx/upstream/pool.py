@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import logging
-import socket
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import anyio
-import httpx
 
 from ..config import Config, ServerConfig
 from ..protocol.errors import InvalidParams, McpError, UpstreamError, UpstreamUnavailable
@@ -40,12 +38,11 @@ class Route:
 
 
 class UpstreamServer:
-    def __init__(self, key: str, cfg: ServerConfig, namespace: str | None, log_dir: Path, client: httpx.AsyncClient) -> None:
+    def __init__(self, key: str, cfg: ServerConfig, namespace: str | None, log_dir: Path) -> None:
         self.key = key
         self.cfg = cfg
         self.namespace = namespace
         self.log_dir = log_dir
-        self.client = client
         self.session: UpstreamSession | None = None
         self.state = "starting"
         self.last_error: str | None = None
@@ -84,7 +81,7 @@ class UpstreamServer:
         if self.cfg.transport == "stdio":
             transport = StdioTransport(self.key, self.cfg, self.log_dir)
         else:
-            transport = HttpTransport(self.key, self.cfg, self.client)
+            transport = HttpTransport(self.key, self.cfg)
         self._transport = transport
         session = UpstreamSession(self.key, transport, self._on_event)
         async with anyio.create_task_group() as tg:
@@ -290,11 +287,7 @@ def _describe(exc: BaseException) -> str:
 class UpstreamPool:
     def __init__(self, config: Config, log_dir: Path) -> None:
         self.config = config
-        # One pooled client for every HTTP upstream; read=None because SSE replies may be long.
-        # TCP_NODELAY: httpx writes headers and body separately; Nagle + delayed ACK would add 40 ms a call.
-        transport = httpx.AsyncHTTPTransport(socket_options=[(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)], limits=httpx.Limits(max_connections=200, max_keepalive_connections=50))
-        self.client = httpx.AsyncClient(timeout=httpx.Timeout(30, read=None), transport=transport)
-        self.servers = {key: UpstreamServer(key, cfg, config.namespace_of(key), log_dir, self.client) for key, cfg in config.mcpServers.items()}
+        self.servers = {key: UpstreamServer(key, cfg, config.namespace_of(key), log_dir) for key, cfg in config.mcpServers.items()}
 
     async def run(self, tg: anyio.abc.TaskGroup) -> None:
         for server in self.servers.values():
@@ -367,4 +360,3 @@ class UpstreamPool:
             async with anyio.create_task_group() as tg:
                 for server in self.servers.values():
                     tg.start_soon(server.stop)
-            await self.client.aclose()
