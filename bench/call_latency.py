@@ -23,7 +23,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
-from harness import Daemon, FixtureHttp, RawHost, modern_meta, stdio_server  # noqa: E402
+from harness import Daemon, FixtureHttp, RawHost, modern_meta, stdio_server
 
 
 class RawClient:
@@ -36,8 +36,17 @@ class RawClient:
 
     def post(self, msg: dict[str, Any], extra: dict[str, str]) -> dict[str, Any]:
         body = json.dumps(msg).encode()
-        head = {"Host": "127.0.0.1", "Content-Type": "application/json", "Accept": "application/json, text/event-stream", **self.headers, **extra, "Content-Length": str(len(body))}
-        self.sock.sendall("POST /mcp HTTP/1.1\r\n".encode() + "".join(f"{k}: {v}\r\n" for k, v in head.items()).encode() + b"\r\n" + body)
+        head = {
+            "Host": "127.0.0.1",
+            "Content-Type": "application/json",
+            "Accept": "application/json, text/event-stream",
+            **self.headers,
+            **extra,
+            "Content-Length": str(len(body)),
+        }
+        self.sock.sendall(
+            b"POST /mcp HTTP/1.1\r\n" + "".join(f"{k}: {v}\r\n" for k, v in head.items()).encode() + b"\r\n" + body
+        )
         buf = b""
         while b"\r\n\r\n" not in buf:
             chunk = self.sock.recv(65536)
@@ -47,7 +56,9 @@ class RawClient:
                 return self.post(msg, extra)
             buf += chunk
         raw_head, rest = buf.split(b"\r\n\r\n", 1)
-        length = next(int(line.split(b":")[1]) for line in raw_head.split(b"\r\n") if line.lower().startswith(b"content-length"))
+        length = next(
+            int(line.split(b":")[1]) for line in raw_head.split(b"\r\n") if line.lower().startswith(b"content-length")
+        )
         while len(rest) < length:
             chunk = self.sock.recv(65536)
             if not chunk:
@@ -75,7 +86,10 @@ def measure(client: RawClient, era: str, tool: str, calls: int) -> list[float]:
         if era == "modern":
             params["_meta"] = modern_meta()
         started = time.perf_counter()
-        reply = client.post({"jsonrpc": "2.0", "id": i, "method": "tools/call", "params": params}, {"Mcp-Name": tool} if era == "modern" else {})
+        reply = client.post(
+            {"jsonrpc": "2.0", "id": i, "method": "tools/call", "params": params},
+            {"Mcp-Name": tool} if era == "modern" else {},
+        )
         times.append(time.perf_counter() - started)
         assert "result" in reply, reply
     return times
@@ -105,8 +119,21 @@ def main() -> None:
                 m_all += measure(via, args.era, "fx__echo", args.calls)
             d_med, m_med = statistics.median(d_all) * 1000, statistics.median(m_all) * 1000
             n = args.calls * args.rounds
-            print(json.dumps({"era": args.era, "upstream": args.upstream, "calls": n, "direct_ms": round(d_med, 3), "via_mcpx_ms": round(m_med, 3), "ratio": round(m_med / d_med, 2)}))
-            print(f"tools/call echo, {args.era} host: direct (HTTP) {d_med:.2f} ms, through mcpx ({args.upstream} upstream) {m_med:.2f} ms ({m_med / d_med:.2f}x), medians of {n} calls each")
+            print(
+                json.dumps(
+                    {
+                        "era": args.era,
+                        "upstream": args.upstream,
+                        "calls": n,
+                        "direct_ms": round(d_med, 3),
+                        "via_mcpx_ms": round(m_med, 3),
+                        "ratio": round(m_med / d_med, 2),
+                    }
+                )
+            )
+            print(
+                f"tools/call echo, {args.era} host: direct (HTTP) {d_med:.2f} ms, through mcpx ({args.upstream} upstream) {m_med:.2f} ms ({m_med / d_med:.2f}x), medians of {n} calls each"
+            )
             direct.close()
             via.close()
         finally:

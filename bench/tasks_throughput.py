@@ -19,7 +19,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
-from harness import Daemon, RawHost, stdio_server  # noqa: E402
+from harness import Daemon, RawHost, stdio_server
 
 
 def main() -> None:
@@ -42,7 +42,9 @@ def main() -> None:
                 with RawHost(daemon.url) as h:
                     h.session_id, h.revision = owner.session_id, owner.revision
                     for i in range(per):
-                        frame = h.legacy("tools/call", {"name": "fx__echo", "arguments": {"text": str(i)}, "task": {}}).json()
+                        frame = h.legacy(
+                            "tools/call", {"name": "fx__echo", "arguments": {"text": str(i)}, "task": {}}
+                        ).json()
                         with lock:
                             ids.append(frame["result"]["task"]["taskId"])
 
@@ -70,8 +72,19 @@ def main() -> None:
                 t.join()
             done_s = time.perf_counter() - started
             n = len(ids)
-            print(json.dumps({"tasks": n, "workers": args.workers, "created_per_s": round(n / created_s), "created_and_collected_per_s": round(n / done_s)}))
-            print(f"{n} durable tasks over {args.workers} connections: {n / created_s:.0f} created/s (handles, rows committed), {n / done_s:.0f} created and collected (tasks/result)/s end to end")
+            print(
+                json.dumps(
+                    {
+                        "tasks": n,
+                        "workers": args.workers,
+                        "created_per_s": round(n / created_s),
+                        "created_and_collected_per_s": round(n / done_s),
+                    }
+                )
+            )
+            print(
+                f"{n} durable tasks over {args.workers} connections: {n / created_s:.0f} created/s (handles, rows committed), {n / done_s:.0f} created and collected (tasks/result)/s end to end"
+            )
             owner.close()
         finally:
             daemon.stop()

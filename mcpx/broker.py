@@ -12,8 +12,9 @@ from __future__ import annotations
 import logging
 import secrets
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import asdict, dataclass, field
-from typing import Any, Awaitable, Callable
+from typing import Any
 
 import anyio
 
@@ -71,11 +72,23 @@ class Broker:
         waiting = self._open.get(qid)
         return waiting.question if waiting else None
 
-    async def ask(self, *, upstream: str, method: str, params: dict[str, Any], call: str | None, host: str | None, host_ask: HostAsk | None, expiry_s: float = DEFAULT_EXPIRY_S) -> dict[str, Any]:
+    async def ask(
+        self,
+        *,
+        upstream: str,
+        method: str,
+        params: dict[str, Any],
+        call: str | None,
+        host: str | None,
+        host_ask: HostAsk | None,
+        expiry_s: float = DEFAULT_EXPIRY_S,
+    ) -> dict[str, Any]:
         """Open a question and return the first answer: the host's (if it can be asked), an
         operator's, or the expiry default."""
         now = int(time.time() * 1000)
-        q = Question(secrets.token_urlsafe(12), upstream, method, dict(params), now, now + int(expiry_s * 1000), call, host)
+        q = Question(
+            secrets.token_urlsafe(12), upstream, method, dict(params), now, now + int(expiry_s * 1000), call, host
+        )
         waiting = _Waiting(q)
         self._open[q.id] = waiting
         await self._persist(q)

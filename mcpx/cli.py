@@ -29,7 +29,11 @@ def _load(args: argparse.Namespace) -> tuple[Config, Path | None]:
 def cmd_daemon(args: argparse.Namespace) -> int:
     from .daemon import Daemon
 
-    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s", stream=sys.stderr)
+    logging.basicConfig(
+        level=logging.DEBUG if args.verbose else logging.INFO,
+        format="%(asctime)s %(name)s %(levelname)s %(message)s",
+        stream=sys.stderr,
+    )
     try:
         config, path = _load(args)
     except ConfigError as exc:
@@ -71,11 +75,17 @@ def cmd_status(args: argparse.Namespace) -> int:
     folder = state_dir(args.state_dir)
     info = running_daemon(folder)
     if info is None:
-        print(json.dumps({"running": False, "stateDir": str(folder)}) if args.json else f"mcpx: no daemon running for {folder}")
+        print(
+            json.dumps({"running": False, "stateDir": str(folder)})
+            if args.json
+            else f"mcpx: no daemon running for {folder}"
+        )
         return 3
     token = state.api_token(folder)
     try:
-        resp = httpx.get(f"http://127.0.0.1:{info['port']}/v1/status", headers={"Authorization": f"Bearer {token}"}, timeout=5)
+        resp = httpx.get(
+            f"http://127.0.0.1:{info['port']}/v1/status", headers={"Authorization": f"Bearer {token}"}, timeout=5
+        )
         status = resp.json()
     except (httpx.HTTPError, ValueError) as exc:
         print(f"mcpx: daemon pid {info.get('pid')} does not answer on port {info.get('port')}: {exc}", file=sys.stderr)
@@ -88,7 +98,9 @@ def cmd_status(args: argparse.Namespace) -> int:
     print(f"config: {status.get('config') or '(none)'}; state: {folder}")
     for u in status["upstreams"]:
         err = f" — {u['lastError']}" if u.get("lastError") else ""
-        print(f"  {u['name']:<20} {u['transport']:<5} {u['state']:<10} {u.get('revision') or '-':<11} {u['tools']} tools, {u['restarts']} restarts{err}")
+        print(
+            f"  {u['name']:<20} {u['transport']:<5} {u['state']:<10} {u.get('revision') or '-':<11} {u['tools']} tools, {u['restarts']} restarts{err}"
+        )
     print(f"host connections: {len(status['connections'])}")
     return 0
 
@@ -105,7 +117,9 @@ def ensure_daemon(args: argparse.Namespace, folder: Path) -> dict[str, Any]:
     log_path = folder / "daemon.log"
     with open(log_path, "ab") as log_fh:
         offset = log_fh.tell()
-        proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log_fh, stderr=log_fh, start_new_session=True, env=os.environ.copy())
+        proc = subprocess.Popen(
+            cmd, stdin=subprocess.DEVNULL, stdout=log_fh, stderr=log_fh, start_new_session=True, env=os.environ.copy()
+        )
     deadline = time.monotonic() + 20
     while time.monotonic() < deadline:
         info = running_daemon(folder)
@@ -119,7 +133,9 @@ def ensure_daemon(args: argparse.Namespace, folder: Path) -> dict[str, Any]:
                 fh.seek(offset)
                 why = fh.read().decode(errors="replace").strip()
             if "already running" not in why:
-                raise SystemExit(f"mcpx serve: the daemon exited with code {proc.returncode} before serving: {why or '(no output)'}\n(log: {log_path})")
+                raise SystemExit(
+                    f"mcpx serve: the daemon exited with code {proc.returncode} before serving: {why or '(no output)'}\n(log: {log_path})"
+                )
         time.sleep(0.05)
     raise SystemExit(f"mcpx serve: the daemon did not start; see {log_path}")
 
@@ -152,7 +168,10 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True)
 
     def common(sp: argparse.ArgumentParser) -> None:
-        sp.add_argument("--config", help="config file (default: MCPX_CONFIG, ./.mcpx.json, ./.mcp.json, $XDG_CONFIG_HOME/mcpx/config.json)")
+        sp.add_argument(
+            "--config",
+            help="config file (default: MCPX_CONFIG, ./.mcpx.json, ./.mcp.json, $XDG_CONFIG_HOME/mcpx/config.json)",
+        )
         sp.add_argument("--state-dir", help="state folder (default: MCPX_STATE_DIR or $XDG_STATE_HOME/mcpx)")
 
     d = sub.add_parser("daemon", help="run the gateway daemon in the foreground")

@@ -26,15 +26,23 @@ class _Strict(BaseModel):
 
 
 class ToolOverride(_Strict):
-    taskSupport: TaskSupport | None = Field(None, description="Override the tool's `execution.taskSupport` for 2025-11-25 hosts.")
+    taskSupport: TaskSupport | None = Field(
+        None, description="Override the tool's `execution.taskSupport` for 2025-11-25 hosts."
+    )
     callTimeout: float | None = Field(None, gt=0, description="Seconds before a call to this tool is abandoned.")
 
 
 class McpxServerOptions(_Strict):
-    namespace: str | None = Field(None, description="Prefix for this server's tools (`<namespace>__<tool>`); default: the server's key.")
-    passthrough: bool = Field(False, description="Expose this server's tools, prompts and resources under their own names.")
+    namespace: str | None = Field(
+        None, description="Prefix for this server's tools (`<namespace>__<tool>`); default: the server's key."
+    )
+    passthrough: bool = Field(
+        False, description="Expose this server's tools, prompts and resources under their own names."
+    )
     callTimeout: float | None = Field(None, gt=0, description="Seconds before a call is abandoned (default: none).")
-    tools: dict[str, ToolOverride] = Field(default_factory=dict, description="Per-tool overrides, keyed by the upstream's tool name.")
+    tools: dict[str, ToolOverride] = Field(
+        default_factory=dict, description="Per-tool overrides, keyed by the upstream's tool name."
+    )
 
     @field_validator("namespace")
     @classmethod
@@ -55,11 +63,15 @@ class ServerConfig(BaseModel):
     env: dict[str, str] = Field(default_factory=dict, description="Extra environment for `command`.")
     cwd: str | None = Field(None, description="Working directory for `command`.")
     url: str | None = Field(None, description="Streamable HTTP endpoint of an HTTP upstream.")
-    headers: dict[str, str] = Field(default_factory=dict, description="Extra HTTP headers sent to `url` (e.g. Authorization).")
-    mcpx: McpxServerOptions = Field(default_factory=McpxServerOptions, description="mcpx's own options for this server.")
+    headers: dict[str, str] = Field(
+        default_factory=dict, description="Extra HTTP headers sent to `url` (e.g. Authorization)."
+    )
+    mcpx: McpxServerOptions = Field(
+        default_factory=McpxServerOptions, description="mcpx's own options for this server."
+    )
 
     @model_validator(mode="after")
-    def _one_transport(self) -> "ServerConfig":
+    def _one_transport(self) -> ServerConfig:
         if (self.command is None) == (self.url is None):
             raise ValueError("each server needs exactly one of `command` (stdio) or `url` (HTTP)")
         if self.url is not None and not re.match(r"https?://", self.url):
@@ -75,7 +87,9 @@ class DaemonConfig(_Strict):
     address: Literal["127.0.0.1"] = Field("127.0.0.1", description="Listen address; mcpx only ever binds loopback.")
     port: int = Field(7435, ge=0, le=65535, description="Listen port; 0 picks a free one.")
     maxBodyBytes: int = Field(4 * 1024 * 1024, gt=0, description="Largest request body accepted on /mcp (413 beyond).")
-    allowedOrigins: list[str] = Field(default_factory=list, description="Browser origins allowed besides loopback ones.")
+    allowedOrigins: list[str] = Field(
+        default_factory=list, description="Browser origins allowed besides loopback ones."
+    )
 
 
 class TasksConfig(_Strict):
@@ -91,19 +105,23 @@ class AuthToken(_Strict):
 
 
 class AuthConfig(_Strict):
-    tokens: list[AuthToken] = Field(default_factory=list, description="Bearer tokens accepted on /mcp; when set, /mcp requires one.")
+    tokens: list[AuthToken] = Field(
+        default_factory=list, description="Bearer tokens accepted on /mcp; when set, /mcp requires one."
+    )
 
 
 class Config(BaseModel):
     model_config = ConfigDict(extra="ignore")  # other hosts' top-level keys are not ours to judge
 
-    mcpServers: dict[str, ServerConfig] = Field(default_factory=dict, description="Upstream MCP servers, as other hosts configure them.")
+    mcpServers: dict[str, ServerConfig] = Field(
+        default_factory=dict, description="Upstream MCP servers, as other hosts configure them."
+    )
     daemon: DaemonConfig = Field(default_factory=DaemonConfig, description="The daemon's listener.")
     tasks: TasksConfig = Field(default_factory=TasksConfig, description="Task defaults and limits.")
     auth: AuthConfig | None = Field(None, description="Optional bearer-token auth for /mcp.")
 
     @model_validator(mode="after")
-    def _unique_names(self) -> "Config":
+    def _unique_names(self) -> Config:
         seen: dict[str, str] = {}
         for key, server in self.mcpServers.items():
             if server.mcpx.passthrough:

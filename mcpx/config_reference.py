@@ -9,7 +9,16 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from .config import AuthConfig, AuthToken, Config, DaemonConfig, McpxServerOptions, ServerConfig, TasksConfig, ToolOverride
+from .config import (
+    AuthConfig,
+    AuthToken,
+    Config,
+    DaemonConfig,
+    McpxServerOptions,
+    ServerConfig,
+    TasksConfig,
+    ToolOverride,
+)
 
 SECTIONS: list[tuple[str, type[BaseModel]]] = [
     ("top level", Config),

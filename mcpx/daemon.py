@@ -11,8 +11,9 @@ import os
 import signal
 import socket
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import anyio
 import uvicorn
@@ -125,7 +126,15 @@ class Daemon:
                     *v1.routes(token, self.status, self.dispatcher.broker),
                 ]
             )
-            server = _Server(uvicorn.Config(app, log_level="warning", lifespan="off", timeout_graceful_shutdown=GRACEFUL_S, ws_max_size=64 * 1024 * 1024))
+            server = _Server(
+                uvicorn.Config(
+                    app,
+                    log_level="warning",
+                    lifespan="off",
+                    timeout_graceful_shutdown=GRACEFUL_S,
+                    ws_max_size=64 * 1024 * 1024,
+                )
+            )
             self._server = server
             async with anyio.create_task_group() as tg:
                 self.router.tg = tg
@@ -137,7 +146,14 @@ class Daemon:
                 await self.pool.wait_started()
                 state.write_info(
                     self.state_dir,
-                    {"pid": os.getpid(), "port": port, "url": f"http://127.0.0.1:{port}/mcp", "version": __version__, "config": str(self.config_path) if self.config_path else None, "started": self.started},
+                    {
+                        "pid": os.getpid(),
+                        "port": port,
+                        "url": f"http://127.0.0.1:{port}/mcp",
+                        "version": __version__,
+                        "config": str(self.config_path) if self.config_path else None,
+                        "started": self.started,
+                    },
                 )
                 self.phase = "serving"
                 log.info("mcpx %s serving on http://127.0.0.1:%d/mcp", __version__, port)

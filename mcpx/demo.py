@@ -20,19 +20,27 @@ async def _show(url: str) -> None:
             print(f"\n— a {era} host ({host.revision}) —")
             tools = await host.request("tools/list")
             print("tools:", ", ".join(t["name"] for t in tools["tools"]))
-            res = await host.request("tools/call", {"name": "demo__echo", "arguments": {"text": f"hello from a {era} host"}})
+            res = await host.request(
+                "tools/call", {"name": "demo__echo", "arguments": {"text": f"hello from a {era} host"}}
+            )
             print("demo__echo →", res["content"][0]["text"])
 
             async def progress(note: dict[str, Any]) -> None:
                 p = note.get("params", {})
                 print(f"  progress {p.get('progress')}/{p.get('total')}: {p.get('message')}")
 
-            res = await host.request("tools/call", {"name": "demo__countdown", "arguments": {"n": 3}, "_meta": {"progressToken": "demo"}}, progress)
+            res = await host.request(
+                "tools/call",
+                {"name": "demo__countdown", "arguments": {"n": 3}, "_meta": {"progressToken": "demo"}},
+                progress,
+            )
             print("demo__countdown →", res["content"][0]["text"])
 
 
 def run_demo(once: bool, port: int) -> int:
-    config = parse_config({"mcpServers": {"demo": {"command": sys.executable, "args": ["-m", "mcpx.demo_upstream"]}}}, "(demo)")
+    config = parse_config(
+        {"mcpServers": {"demo": {"command": sys.executable, "args": ["-m", "mcpx.demo_upstream"]}}}, "(demo)"
+    )
     with tempfile.TemporaryDirectory(prefix="mcpx-demo-") as folder:
         daemon = Daemon(config, None, Path(folder), port)
 
@@ -54,7 +62,9 @@ def run_demo(once: bool, port: int) -> int:
                 if once:
                     daemon.stop()
                     return
-                print(f"\nServing on {url} — point a host at it (HTTP), or spawn `mcpx serve --state-dir {folder}` (stdio). Ctrl-C stops.")
+                print(
+                    f"\nServing on {url} — point a host at it (HTTP), or spawn `mcpx serve --state-dir {folder}` (stdio). Ctrl-C stops."
+                )
 
         try:
             anyio.run(main)

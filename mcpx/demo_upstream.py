@@ -13,13 +13,25 @@ import time
 from typing import Any
 
 TOOLS = [
-    {"name": "echo", "description": "Echo the given text.", "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}},
+    {
+        "name": "echo",
+        "description": "Echo the given text.",
+        "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]},
+    },
     {
         "name": "countdown",
         "description": "Count down from n, one step per 0.2 s, reporting progress.",
         "inputSchema": {"type": "object", "properties": {"n": {"type": "integer", "minimum": 1, "maximum": 50}}},
     },
-    {"name": "add", "description": "Add two numbers.", "inputSchema": {"type": "object", "properties": {"a": {"type": "number"}, "b": {"type": "number"}}, "required": ["a", "b"]}},
+    {
+        "name": "add",
+        "description": "Add two numbers.",
+        "inputSchema": {
+            "type": "object",
+            "properties": {"a": {"type": "number"}, "b": {"type": "number"}},
+            "required": ["a", "b"],
+        },
+    },
 ]
 _lock = threading.Lock()
 _cancelled: set[Any] = set()
@@ -51,7 +63,18 @@ def call(rid: Any, params: dict[str, Any]) -> None:
                 return
             time.sleep(0.2)
             if token is not None:
-                send({"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progressToken": token, "progress": i + 1, "total": n, "message": f"{n - i - 1} left"}})
+                send(
+                    {
+                        "jsonrpc": "2.0",
+                        "method": "notifications/progress",
+                        "params": {
+                            "progressToken": token,
+                            "progress": i + 1,
+                            "total": n,
+                            "message": f"{n - i - 1} left",
+                        },
+                    }
+                )
         result = {"content": [{"type": "text", "text": "liftoff"}]}
     else:
         send({"jsonrpc": "2.0", "id": rid, "error": {"code": -32602, "message": f"Unknown tool: {name}"}})
@@ -67,7 +90,17 @@ def main() -> None:
             continue
         method, rid, params = msg.get("method"), msg.get("id"), msg.get("params") or {}
         if method == "initialize":
-            send({"jsonrpc": "2.0", "id": rid, "result": {"protocolVersion": "2025-11-25", "capabilities": {"tools": {}}, "serverInfo": {"name": "mcpx-demo", "version": "1.0"}}})
+            send(
+                {
+                    "jsonrpc": "2.0",
+                    "id": rid,
+                    "result": {
+                        "protocolVersion": "2025-11-25",
+                        "capabilities": {"tools": {}},
+                        "serverInfo": {"name": "mcpx-demo", "version": "1.0"},
+                    },
+                }
+            )
         elif method == "tools/list":
             send({"jsonrpc": "2.0", "id": rid, "result": {"tools": TOOLS}})
         elif method == "tools/call":

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import itertools
 import json
-from typing import Any, Awaitable, Callable
+from collections.abc import Awaitable, Callable
+from typing import Any
 
 import httpx
 
@@ -30,9 +31,11 @@ class HttpHost:
         self.revision = MODERN if era == "modern" else LEGACY_LATEST
         self._ids = itertools.count(1)
 
-    async def __aenter__(self) -> "HttpHost":
+    async def __aenter__(self) -> HttpHost:
         if self.era == "legacy":
-            res = await self.request("initialize", {"protocolVersion": LEGACY_LATEST, "capabilities": {}, "clientInfo": CLIENT_INFO})
+            res = await self.request(
+                "initialize", {"protocolVersion": LEGACY_LATEST, "capabilities": {}, "clientInfo": CLIENT_INFO}
+            )
             self.revision = res["protocolVersion"]
             await self._post({"jsonrpc": "2.0", "method": "notifications/initialized"})
         return self
@@ -43,7 +46,11 @@ class HttpHost:
         await self.client.aclose()
 
     def _headers(self, msg: dict[str, Any]) -> dict[str, str]:
-        h = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream", "MCP-Protocol-Version": self.revision}
+        h = {
+            "Content-Type": "application/json",
+            "Accept": "application/json, text/event-stream",
+            "MCP-Protocol-Version": self.revision,
+        }
         if self.era == "modern":
             h["Mcp-Method"] = msg.get("method", "")
             params = msg.get("params") or {}
@@ -57,10 +64,20 @@ class HttpHost:
     async def _post(self, msg: dict[str, Any]) -> None:
         await self.client.post(self.url, content=json.dumps(msg), headers=self._headers(msg))
 
-    async def request(self, method: str, params: dict[str, Any] | None = None, on_notification: Callable[[dict[str, Any]], Awaitable[None]] | None = None) -> dict[str, Any]:
+    async def request(
+        self,
+        method: str,
+        params: dict[str, Any] | None = None,
+        on_notification: Callable[[dict[str, Any]], Awaitable[None]] | None = None,
+    ) -> dict[str, Any]:
         params = dict(params or {})
         if self.era == "modern":
-            params["_meta"] = {**(params.get("_meta") or {}), META_VERSION: MODERN, META_CAPS: {}, META_CLIENT_INFO: CLIENT_INFO}
+            params["_meta"] = {
+                **(params.get("_meta") or {}),
+                META_VERSION: MODERN,
+                META_CAPS: {},
+                META_CLIENT_INFO: CLIENT_INFO,
+            }
         msg = {"jsonrpc": "2.0", "id": next(self._ids), "method": method, "params": params}
         async with self.client.stream("POST", self.url, content=json.dumps(msg), headers=self._headers(msg)) as resp:
             if method == "initialize" and resp.headers.get("mcp-session-id"):

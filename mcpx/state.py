@@ -7,7 +7,7 @@ import json
 import os
 import secrets
 from pathlib import Path
-from typing import Any, IO
+from typing import IO, Any
 
 INFO = "daemon.json"
 TOKEN = "token"

@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from harness import Daemon, FixtureHttp, RawHost  # noqa: E402
+from harness import Daemon, FixtureHttp, RawHost
 
 
 @pytest.fixture
@@ -33,7 +34,9 @@ def start_daemon(tmp_path: Path) -> Iterator[Callable[..., Daemon]]:
     started: list[Daemon] = []
 
     def start(config: dict[str, Any] | None = None, **kw: Any) -> Daemon:
-        d = Daemon(tmp_path, config, name=kw.pop("name", f"daemon{len(started)}"), extra_args=kw.pop("extra_args", None))
+        d = Daemon(
+            tmp_path, config, name=kw.pop("name", f"daemon{len(started)}"), extra_args=kw.pop("extra_args", None)
+        )
         started.append(d)
         return d.start(**kw)
 

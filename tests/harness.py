@@ -13,11 +13,11 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import httpx
-
 from wire_schema import check_wire_log
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -62,7 +62,20 @@ class FixtureHttp:
         ready = tmp / f"{name}-http.port"
         with open(tmp / f"{name}-http.stderr", "wb") as err:
             self.proc = subprocess.Popen(
-                [sys.executable, str(FIXTURE), "http", "--port", "0", "--ready-file", str(ready), "--log", str(self.log), "--name", name, *args],
+                [
+                    sys.executable,
+                    str(FIXTURE),
+                    "http",
+                    "--port",
+                    "0",
+                    "--ready-file",
+                    str(ready),
+                    "--log",
+                    str(self.log),
+                    "--name",
+                    name,
+                    *args,
+                ],
                 stdin=subprocess.DEVNULL,
                 stderr=err,
             )
@@ -81,7 +94,10 @@ class FixtureHttp:
 
 def stdio_server(tmp: Path, *args: str, name: str = "fixture", **mcpx: Any) -> dict[str, Any]:
     """A config entry running the fixture upstream over stdio, logging to tmp/<name>.log.jsonl."""
-    entry: dict[str, Any] = {"command": sys.executable, "args": [str(FIXTURE), "stdio", "--log", str(tmp / f"{name}.log.jsonl"), "--name", name, *args]}
+    entry: dict[str, Any] = {
+        "command": sys.executable,
+        "args": [str(FIXTURE), "stdio", "--log", str(tmp / f"{name}.log.jsonl"), "--name", name, *args],
+    }
     if mcpx:
         entry["mcpx"] = mcpx
     return entry
@@ -90,7 +106,9 @@ def stdio_server(tmp: Path, *args: str, name: str = "fixture", **mcpx: Any) -> d
 class Daemon:
     """`mcpx daemon` as a real process on 127.0.0.1 with its own state folder."""
 
-    def __init__(self, tmp: Path, config: dict[str, Any] | None, *, extra_args: list[str] | None = None, name: str = "daemon") -> None:
+    def __init__(
+        self, tmp: Path, config: dict[str, Any] | None, *, extra_args: list[str] | None = None, name: str = "daemon"
+    ) -> None:
         self.tmp = tmp
         self.state_dir = tmp / f"{name}-state"
         self.config_path = tmp / f"{name}-config.json"
@@ -101,14 +119,30 @@ class Daemon:
         self.proc: subprocess.Popen[bytes] | None = None
         self.port = 0
 
-    def start(self, wait_upstreams: bool = True, port: int | None = None) -> "Daemon":
+    def start(self, wait_upstreams: bool = True, port: int | None = None) -> Daemon:
         """Start (or restart); `port` pins the listen port, e.g. to restart where hosts point."""
         # PYTHONPATH: the daemon runs the checkout under test, whatever else pip has installed.
-        env = dict(os.environ, MCPX_WIRE_LOG=str(self.wire_log), PYTHONPATH=os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p))
+        env = dict(
+            os.environ,
+            MCPX_WIRE_LOG=str(self.wire_log),
+            PYTHONPATH=os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p),
+        )
         (self.state_dir / "daemon.json").unlink(missing_ok=True)
         with open(self.stderr_path, "ab") as err:
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", "mcpx", "daemon", "--config", str(self.config_path), "--state-dir", str(self.state_dir), "--port", str(port or 0), *self.extra_args],
+                [
+                    sys.executable,
+                    "-m",
+                    "mcpx",
+                    "daemon",
+                    "--config",
+                    str(self.config_path),
+                    "--state-dir",
+                    str(self.state_dir),
+                    "--port",
+                    str(port or 0),
+                    *self.extra_args,
+                ],
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,
                 stderr=err,
@@ -137,7 +171,9 @@ class Daemon:
         return (self.state_dir / "token").read_text().strip()
 
     def status(self) -> dict[str, Any]:
-        return httpx.get(f"http://127.0.0.1:{self.port}/v1/status", headers={"Authorization": f"Bearer {self.token}"}, timeout=5).json()
+        return httpx.get(
+            f"http://127.0.0.1:{self.port}/v1/status", headers={"Authorization": f"Bearer {self.token}"}, timeout=5
+        ).json()
 
     def wait_upstreams(self, state: str = "ready") -> None:
         wait_until(lambda: all(u["state"] == state for u in self.status()["upstreams"]), 20, f"upstreams {state}")
@@ -182,11 +218,24 @@ class RawHost:
         return self.client.post(self.url, content=raw if raw is not None else json.dumps(body), headers=h)
 
     # ---- modern ----
-    def modern(self, method: str, params: dict[str, Any] | None = None, *, headers: dict[str, str] | None = None, meta: dict[str, Any] | None = None) -> httpx.Response:
+    def modern(
+        self,
+        method: str,
+        params: dict[str, Any] | None = None,
+        *,
+        headers: dict[str, str] | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> httpx.Response:
         params = dict(params or {})
         params["_meta"] = {**modern_meta(), **(meta or {}), **(params.get("_meta") or {})}
         h = {"MCP-Protocol-Version": MODERN, "Mcp-Method": method}
-        name = params.get("name") if method in ("tools/call", "prompts/get") else params.get("uri") if method == "resources/read" else None
+        name = (
+            params.get("name")
+            if method in ("tools/call", "prompts/get")
+            else params.get("uri")
+            if method == "resources/read"
+            else None
+        )
         if isinstance(name, str):
             h["Mcp-Name"] = name
         if headers is not None:
@@ -196,7 +245,18 @@ class RawHost:
 
     # ---- legacy ----
     def initialize(self, version: str = LEGACY, capabilities: dict[str, Any] | None = None) -> dict[str, Any]:
-        resp = self.post({"jsonrpc": "2.0", "id": self.next_id(), "method": "initialize", "params": {"protocolVersion": version, "capabilities": capabilities or {}, "clientInfo": {"name": "pytest-raw", "version": "0"}}})
+        resp = self.post(
+            {
+                "jsonrpc": "2.0",
+                "id": self.next_id(),
+                "method": "initialize",
+                "params": {
+                    "protocolVersion": version,
+                    "capabilities": capabilities or {},
+                    "clientInfo": {"name": "pytest-raw", "version": "0"},
+                },
+            }
+        )
         assert resp.status_code == 200, resp.text
         self.session_id = resp.headers["mcp-session-id"]
         result = resp.json()["result"]
@@ -210,7 +270,9 @@ class RawHost:
             h["Mcp-Session-Id"] = self.session_id
         return h
 
-    def legacy(self, method: str, params: dict[str, Any] | None = None, *, headers: dict[str, str] | None = None) -> httpx.Response:
+    def legacy(
+        self, method: str, params: dict[str, Any] | None = None, *, headers: dict[str, str] | None = None
+    ) -> httpx.Response:
         h = self._legacy_headers()
         h.update(headers or {})
         return self.post({"jsonrpc": "2.0", "id": self.next_id(), "method": method, "params": params or {}}, h)
@@ -218,7 +280,7 @@ class RawHost:
     def close(self) -> None:
         self.client.close()
 
-    def __enter__(self) -> "RawHost":
+    def __enter__(self) -> RawHost:
         return self
 
     def __exit__(self, *exc: Any) -> None:

@@ -17,7 +17,14 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def test_claude_style_mcp_json_loads_with_foreign_keys_tolerated(tmp_path: Path) -> None:
     path = tmp_path / ".mcp.json"
-    path.write_text(json.dumps({"mcpServers": {"fs": {"type": "stdio", "command": "npx", "args": ["x"], "env": {"A": "1"}}}, "otherHostKey": 1}))
+    path.write_text(
+        json.dumps(
+            {
+                "mcpServers": {"fs": {"type": "stdio", "command": "npx", "args": ["x"], "env": {"A": "1"}}},
+                "otherHostKey": 1,
+            }
+        )
+    )
     cfg = load_config(path)
     assert cfg.mcpServers["fs"].transport == "stdio" and cfg.namespace_of("fs") == "fs"
 
@@ -45,7 +52,15 @@ def test_only_loopback_address_is_accepted() -> None:
 
 def test_duplicate_namespaces_are_refused() -> None:
     with pytest.raises(ConfigError, match="share the namespace"):
-        parse_config({"mcpServers": {"a": {"command": "x", "mcpx": {"namespace": "n"}}, "b": {"command": "y", "mcpx": {"namespace": "n"}}}}, "c")
+        parse_config(
+            {
+                "mcpServers": {
+                    "a": {"command": "x", "mcpx": {"namespace": "n"}},
+                    "b": {"command": "y", "mcpx": {"namespace": "n"}},
+                }
+            },
+            "c",
+        )
 
 
 def test_invalid_json_names_line_and_column(tmp_path: Path) -> None:
@@ -70,7 +85,12 @@ def test_search_order_prefers_explicit_then_env_then_cwd(tmp_path: Path, monkeyp
 def test_daemon_refuses_a_bad_config_with_one_clear_message(tmp_path: Path) -> None:
     path = tmp_path / "cfg.json"
     path.write_text(json.dumps({"mcpServers": {"a": {"command": "x", "mcpx": {"passthru": True}}}}))
-    proc = subprocess.run([sys.executable, "-m", "mcpx", "daemon", "--config", str(path), "--state-dir", str(tmp_path / "s")], capture_output=True, text=True, timeout=30)
+    proc = subprocess.run(
+        [sys.executable, "-m", "mcpx", "daemon", "--config", str(path), "--state-dir", str(tmp_path / "s")],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
     assert proc.returncode == 2
     assert f"{path}: mcpServers.a.mcpx.passthru: unknown key" in proc.stderr
     assert "Traceback" not in proc.stderr

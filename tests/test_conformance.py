@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from harness import ROOT, Daemon
 
 CONF = ROOT / "tests" / "conformance"
@@ -63,15 +62,25 @@ def _failures(out: Path) -> list[tuple[str, str, str]]:
         data = json.loads(path.read_text())
         for check in data if isinstance(data, list) else data.get("checks", []):
             if check.get("status") == "FAILURE":
-                failed.append((path.name.removesuffix(".checks.json"), str(check.get("id")), str(check.get("errorMessage", ""))[:200]))
+                failed.append(
+                    (
+                        path.name.removesuffix(".checks.json"),
+                        str(check.get("id")),
+                        str(check.get("errorMessage", ""))[:200],
+                    )
+                )
     return failed
 
 
 @pytest.mark.parametrize("selection", SELECTIONS)
-def test_conformance_suite_has_no_unexpected_failures(suite: Path, daemon: Daemon, tmp_path: Path, selection: str) -> None:
+def test_conformance_suite_has_no_unexpected_failures(
+    suite: Path, daemon: Daemon, tmp_path: Path, selection: str
+) -> None:
     out = tmp_path / "out"
     env = dict(os.environ, CONFORMANCE_PKG=str(suite))
-    proc = subprocess.run(["bash", str(RUNNER), daemon.url, str(out), selection], env=env, capture_output=True, text=True, timeout=600)
+    proc = subprocess.run(
+        ["bash", str(RUNNER), daemon.url, str(out), selection], env=env, capture_output=True, text=True, timeout=600
+    )
     summary = proc.stdout.strip().splitlines()[-1] if proc.stdout.strip() else ""
     print(f"conformance {selection}: {summary}")
     assert proc.returncode in (0, 1), f"the suite could not run: {proc.stderr[-2000:]}"

@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from harness import stdio_server, wait_until
 
 
@@ -33,13 +32,34 @@ def _fixture_pids(log: Path) -> list[int]:
 def test_info_file_and_private_token_are_written(start_daemon: Any, tmp_path: Path) -> None:
     d = start_daemon({"mcpServers": {}})
     info = json.loads((d.state_dir / "daemon.json").read_text())
-    assert info["pid"] == d.proc.pid and info["port"] == d.port and info["config"] == str(d.config_path) and info["version"]
+    assert (
+        info["pid"] == d.proc.pid
+        and info["port"] == d.port
+        and info["config"] == str(d.config_path)
+        and info["version"]
+    )
     assert stat.S_IMODE((d.state_dir / "token").stat().st_mode) == 0o600
 
 
 def test_second_daemon_on_the_same_state_folder_is_refused(start_daemon: Any, tmp_path: Path) -> None:
     d = start_daemon({"mcpServers": {}})
-    proc = subprocess.run([sys.executable, "-m", "mcpx", "daemon", "--config", str(d.config_path), "--state-dir", str(d.state_dir), "--port", "0"], capture_output=True, text=True, timeout=30)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "mcpx",
+            "daemon",
+            "--config",
+            str(d.config_path),
+            "--state-dir",
+            str(d.state_dir),
+            "--port",
+            "0",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
     assert proc.returncode == 1
     assert "already running" in proc.stderr and str(d.proc.pid) in proc.stderr
     assert d.proc.poll() is None
@@ -47,17 +67,32 @@ def test_second_daemon_on_the_same_state_folder_is_refused(start_daemon: Any, tm
 
 def test_status_reports_the_running_daemon_and_its_upstreams(start_daemon: Any, tmp_path: Path) -> None:
     d = start_daemon({"mcpServers": {"fx": stdio_server(tmp_path)}})
-    out = subprocess.run([sys.executable, "-m", "mcpx", "status", "--state-dir", str(d.state_dir), "--json"], capture_output=True, text=True, timeout=30)
+    out = subprocess.run(
+        [sys.executable, "-m", "mcpx", "status", "--state-dir", str(d.state_dir), "--json"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
     assert out.returncode == 0, out.stderr
     status = json.loads(out.stdout)
     assert status["running"] and status["pid"] == d.proc.pid and status["url"] == d.url
     assert status["upstreams"][0]["name"] == "fx" and status["upstreams"][0]["state"] == "ready"
-    text = subprocess.run([sys.executable, "-m", "mcpx", "status", "--state-dir", str(d.state_dir)], capture_output=True, text=True, timeout=30)
+    text = subprocess.run(
+        [sys.executable, "-m", "mcpx", "status", "--state-dir", str(d.state_dir)],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
     assert "fx" in text.stdout and "ready" in text.stdout
 
 
 def test_status_without_a_daemon_says_so(tmp_path: Path) -> None:
-    out = subprocess.run([sys.executable, "-m", "mcpx", "status", "--state-dir", str(tmp_path / "none")], capture_output=True, text=True, timeout=30)
+    out = subprocess.run(
+        [sys.executable, "-m", "mcpx", "status", "--state-dir", str(tmp_path / "none")],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
     assert out.returncode == 3 and "no daemon running" in out.stdout
 
 
@@ -81,8 +116,13 @@ def test_state_folder_can_be_reused_after_a_clean_stop(start_daemon: Any, tmp_pa
 
 
 def test_demo_runs_end_to_end() -> None:
-    out = subprocess.run([sys.executable, "-m", "mcpx", "demo", "--once"], capture_output=True, text=True, timeout=60, env=dict(os.environ))
+    out = subprocess.run(
+        [sys.executable, "-m", "mcpx", "demo", "--once"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=dict(os.environ),
+    )
     assert out.returncode == 0, out.stderr
     assert "hello from a modern host" in out.stdout and "hello from a legacy host" in out.stdout
     assert out.stdout.count("liftoff") == 2
-

@@ -36,12 +36,12 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import pytest
-
 from harness import LEGACY, MODERN, UNIT, Daemon, FixtureHttp, RawHost, read_jsonl, reply_of, stdio_server, wait_until
 from peers.venvs import peer_python
 from wire_schema import check_wire_log
@@ -60,7 +60,9 @@ DIAGONAL = {
     "fixture-legacy-stdio": [("legacy", "host-http"), ("modern", "host-stdio"), ("auto", "host-http")],
     "fixture-legacy-http": [("legacy", "host-stdio"), ("modern", "host-http"), ("auto", "host-stdio")],
 }
-CELLS = [(up, era, tr) for up in FULL for era in ERAS for tr in HOST_TRANSPORTS] + [(up, era, tr) for up, pairs in DIAGONAL.items() for era, tr in pairs]
+CELLS = [(up, era, tr) for up in FULL for era in ERAS for tr in HOST_TRANSPORTS] + [
+    (up, era, tr) for up, pairs in DIAGONAL.items() for era, tr in pairs
+]
 
 
 @dataclass
@@ -120,7 +122,12 @@ def _start_sdk2_http(python: Path, tmp: Path) -> tuple[subprocess.Popen[bytes], 
     port = _free_port()
     log = tmp / "sdk2-upstream.log"
     with open(log, "wb") as out:
-        proc = subprocess.Popen([str(python), str(SDK_UPSTREAM), "http", "--port", str(port)], stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT)
+        proc = subprocess.Popen(
+            [str(python), str(SDK_UPSTREAM), "http", "--port", str(port)],
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
 
     def accepting() -> bool:
         if proc.poll() is not None:
@@ -185,9 +192,18 @@ def host_command(python: Path, mode: str, target: list[str], script: list[dict[s
     return [str(python), str(HOST), "--mode", mode, "--script", json.dumps(script), *target]
 
 
-def run_host(python: Path, mode: str, target: list[str], script: list[dict[str, Any]], timeout: float = 60) -> list[dict[str, Any]]:
+def run_host(
+    python: Path, mode: str, target: list[str], script: list[dict[str, Any]], timeout: float = 60
+) -> list[dict[str, Any]]:
     """Run one host to completion; its stdout lines (connect + one per step) as dicts."""
-    proc = subprocess.Popen(host_command(python, mode, target, script), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    proc = subprocess.Popen(
+        host_command(python, mode, target, script),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
     try:
         out, err = proc.communicate(timeout=timeout * UNIT)
     except subprocess.TimeoutExpired:
@@ -233,7 +249,9 @@ def sdk2_python() -> Path:
 
 
 @pytest.fixture(scope="module")
-def gateway(request: pytest.FixtureRequest, sdk2_python: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Gateway]:
+def gateway(
+    request: pytest.FixtureRequest, sdk2_python: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Gateway]:
     kind: str = request.param
     tmp = tmp_path_factory.mktemp(kind)
     stops: list[Callable[[], Any]] = []
@@ -269,7 +287,12 @@ def gateway(request: pytest.FixtureRequest, sdk2_python: Path, tmp_path_factory:
 # ---- the matrix ------------------------------------------------------------------------------
 # scope="module": without it pytest keys the indirect `gateway` by each cell's own index in CELLS
 # and tears the daemon down and starts it again for every cell.
-@pytest.mark.parametrize(("gateway", "era", "host_transport"), [pytest.param(*cell, id="-".join(cell)) for cell in CELLS], indirect=["gateway"], scope="module")
+@pytest.mark.parametrize(
+    ("gateway", "era", "host_transport"),
+    [pytest.param(*cell, id="-".join(cell)) for cell in CELLS],
+    indirect=["gateway"],
+    scope="module",
+)
 def test_tools_through_mcpx(gateway: Gateway, sdk2_python: Path, era: str, host_transport: str) -> None:
     d = gateway.daemon
     target = ["--url", d.url] if host_transport == "host-http" else shim_target(d.state_dir)
@@ -314,7 +337,13 @@ def test_shim_starts_the_daemon_when_none_runs(sdk2_python: Path, tmp_path: Path
     config.write_text(json.dumps({"mcpServers": {"up": stdio_server(tmp_path)}, "daemon": {"port": 0}}))
 
     def status() -> tuple[int, dict[str, Any]]:
-        proc = subprocess.run([sys.executable, "-m", "mcpx", "status", "--state-dir", str(state), "--json"], capture_output=True, text=True, timeout=30 * UNIT, stdin=subprocess.DEVNULL)
+        proc = subprocess.run(
+            [sys.executable, "-m", "mcpx", "status", "--state-dir", str(state), "--json"],
+            capture_output=True,
+            text=True,
+            timeout=30 * UNIT,
+            stdin=subprocess.DEVNULL,
+        )
         return proc.returncode, json.loads(proc.stdout)
 
     code, before = status()
@@ -324,7 +353,12 @@ def test_shim_starts_the_daemon_when_none_runs(sdk2_python: Path, tmp_path: Path
     try:
         # MCPX_WIRE_LOG reaches the shim, which passes its environment on to the daemon it starts.
         target = shim_target(state, "--config", str(config), env={"MCPX_WIRE_LOG": str(wire)})
-        connect, tools, echo = run_host(sdk2_python, "legacy", target, [{"op": "list_tools"}, {"op": "call", "name": "up__echo", "args": {"text": "started"}}])
+        connect, tools, echo = run_host(
+            sdk2_python,
+            "legacy",
+            target,
+            [{"op": "list_tools"}, {"op": "call", "name": "up__echo", "args": {"text": "started"}}],
+        )
         info = json.loads((state / "daemon.json").read_text())
         pids = [info["pid"], *_children(info["pid"])]  # the daemon and its upstream
         assert_connected(connect, "legacy")
@@ -357,7 +391,10 @@ def test_shim_reports_a_daemon_that_cannot_start_at_once(tmp_path: Path) -> None
     started = time.monotonic()
     proc = subprocess.run(
         [sys.executable, "-m", "mcpx", "serve", "--config", str(config), "--state-dir", str(tmp_path / "state")],
-        input="", capture_output=True, text=True, timeout=30 * UNIT,
+        input="",
+        capture_output=True,
+        text=True,
+        timeout=30 * UNIT,
     )
     elapsed = time.monotonic() - started
     assert proc.returncode != 0 and proc.stdout == "", proc
@@ -366,16 +403,34 @@ def test_shim_reports_a_daemon_that_cannot_start_at_once(tmp_path: Path) -> None
     assert elapsed < 10 * UNIT, f"mcpx serve took {elapsed:.1f} s to report a daemon that had already exited"
 
 
-def test_killing_the_shim_mid_call_leaves_the_daemon_and_the_call_running(sdk2_python: Path, start_daemon: Any, tmp_path: Path) -> None:
+def test_killing_the_shim_mid_call_leaves_the_daemon_and_the_call_running(
+    sdk2_python: Path, start_daemon: Any, tmp_path: Path
+) -> None:
     d = start_daemon({"mcpServers": {"up": stdio_server(tmp_path)}})
     upstream_log = tmp_path / "fixture.log.jsonl"
     seconds = 2.0 * UNIT
-    script = [{"op": "call", "name": "up__slow", "args": {"seconds": seconds, "steps": 4}, "progress": True, "timeout": 30}]
-    host = subprocess.Popen(host_command(sdk2_python, "legacy", shim_target(d.state_dir), script), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    script = [
+        {"op": "call", "name": "up__slow", "args": {"seconds": seconds, "steps": 4}, "progress": True, "timeout": 30}
+    ]
+    host = subprocess.Popen(
+        host_command(sdk2_python, "legacy", shim_target(d.state_dir), script),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
     try:
 
         def slow_call() -> Any:
-            return next((e["msg"]["id"] for e in read_jsonl(upstream_log) if e["event"] == "recv" and (e["msg"].get("params") or {}).get("name") == "slow"), None)
+            return next(
+                (
+                    e["msg"]["id"]
+                    for e in read_jsonl(upstream_log)
+                    if e["event"] == "recv" and (e["msg"].get("params") or {}).get("name") == "slow"
+                ),
+                None,
+            )
 
         upstream_id = wait_until(slow_call, 20, "the slow call to reach the upstream")
         (shim,) = [pid for pid in _children(host.pid) if "serve" in _cmdline(pid)]
@@ -393,7 +448,15 @@ def test_killing_the_shim_mid_call_leaves_the_daemon_and_the_call_running(sdk2_p
     # (a legacy host's disconnect is not a cancellation).
     wait_until(lambda: not d.status()["connections"], 10, "the shim's connection to close")
     assert d.proc is not None and d.proc.poll() is None, d.stderr()
-    finished = wait_until(lambda: [e for e in read_jsonl(upstream_log) if e["event"] in ("finished", "cancelled") and e.get("requestId") == upstream_id], seconds + 10, "the slow call to end upstream")
+    finished = wait_until(
+        lambda: [
+            e
+            for e in read_jsonl(upstream_log)
+            if e["event"] in ("finished", "cancelled") and e.get("requestId") == upstream_id
+        ],
+        seconds + 10,
+        "the slow call to end upstream",
+    )
     assert [e["event"] for e in finished] == ["finished"], finished
 
     # And it still answers.
@@ -406,21 +469,39 @@ def test_killing_the_shim_mid_call_leaves_the_daemon_and_the_call_running(sdk2_p
     assert text_of(echo["result"]) == "still here", echo
 
 
-def test_shim_exits_when_the_daemon_stops_under_a_waiting_host(sdk2_python: Path, start_daemon: Any, tmp_path: Path) -> None:
+def test_shim_exits_when_the_daemon_stops_under_a_waiting_host(
+    sdk2_python: Path, start_daemon: Any, tmp_path: Path
+) -> None:
     d = start_daemon({"mcpServers": {"up": stdio_server(tmp_path)}})
     upstream_log = tmp_path / "fixture.log.jsonl"
     # The host waits up to 60 s for the reply and keeps its stdin open all that time.
     script = [{"op": "call", "name": "up__slow", "args": {"seconds": 30, "steps": 30}, "timeout": 60}]
-    host = subprocess.Popen(host_command(sdk2_python, "legacy", shim_target(d.state_dir), script), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    host = subprocess.Popen(
+        host_command(sdk2_python, "legacy", shim_target(d.state_dir), script),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
     try:
-        wait_until(lambda: any(e["event"] == "recv" and (e["msg"].get("params") or {}).get("name") == "slow" for e in read_jsonl(upstream_log)), 20, "the slow call to reach the upstream")
+        wait_until(
+            lambda: any(
+                e["event"] == "recv" and (e["msg"].get("params") or {}).get("name") == "slow"
+                for e in read_jsonl(upstream_log)
+            ),
+            20,
+            "the slow call to reach the upstream",
+        )
         assert d.stop() == 0, d.stderr()
         stopped = time.monotonic()
         # The shim must notice and exit, so that its host sees the server go, well before its timeout.
         try:
             out, err = host.communicate(timeout=30 * UNIT)
         except subprocess.TimeoutExpired:
-            raise AssertionError("the host was still waiting 30 s after the daemon had stopped: the shim did not exit") from None
+            raise AssertionError(
+                "the host was still waiting 30 s after the daemon had stopped: the shim did not exit"
+            ) from None
         waited = time.monotonic() - stopped
     finally:
         if host.poll() is None:

@@ -26,7 +26,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from harness import MODERN, UNIT, read_jsonl, stdio_server, wait_until
 from peers.venvs import peer_python
 
@@ -49,16 +48,22 @@ def daemon(start_daemon: Any, tmp_path: Path) -> Any:
     return start_daemon({"mcpServers": {"fx": stdio_server(tmp_path)}, "tasks": {"taskAfterMs": 200}})
 
 
-def run_host(py: Path, url: str, script: list[dict[str, Any]], *extra: str, timeout: float = 90) -> list[dict[str, Any]]:
+def run_host(
+    py: Path, url: str, script: list[dict[str, Any]], *extra: str, timeout: float = 90
+) -> list[dict[str, Any]]:
     """Run the FastMCP host once; one JSON line per step after the connect line."""
     cmd = [str(py), str(HOST), "--url", url, "--script", json.dumps(script), *extra]
-    proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    proc = subprocess.Popen(
+        cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True
+    )
     try:
         out, err = proc.communicate(timeout=timeout * UNIT)
     except subprocess.TimeoutExpired:
         os.killpg(proc.pid, signal.SIGKILL)
         out, err = proc.communicate()
-        raise AssertionError(f"fastmcp_host timed out after {timeout} s\nstdout:\n{out.decode()}\nstderr:\n{err.decode()[-4000:]}")
+        raise AssertionError(
+            f"fastmcp_host timed out after {timeout} s\nstdout:\n{out.decode()}\nstderr:\n{err.decode()[-4000:]}"
+        )
     finally:
         try:
             os.killpg(proc.pid, signal.SIGKILL)
@@ -90,9 +95,22 @@ def test_fastmcp_tasks_client_inline_task_and_cancel(daemon: Any, fastmcp_python
     script = [
         {"op": "list_tools"},
         {"op": "call", "name": "fx__echo", "args": {"text": "inline please"}},
-        {"op": "call_task_then_wait", "name": "fx__slow", "args": {"seconds": 1.5, "steps": 3}, "poll": 0.25, "timeout": 30},
+        {
+            "op": "call_task_then_wait",
+            "name": "fx__slow",
+            "args": {"seconds": 1.5, "steps": 3},
+            "poll": 0.25,
+            "timeout": 30,
+        },
         {"op": "call_auto", "name": "fx__slow", "args": {"seconds": 0.6, "steps": 1}, "timeout": 30},
-        {"op": "call_task_then_cancel", "name": "fx__slow", "args": {"seconds": 30, "steps": 30}, "after": 0.5, "poll": 0.1, "timeout": 10},
+        {
+            "op": "call_task_then_cancel",
+            "name": "fx__slow",
+            "args": {"seconds": 30, "steps": 30},
+            "after": 0.5,
+            "poll": 0.1,
+            "timeout": 10,
+        },
     ]
     tools, echo, waited, auto, cancelled = run_host(fastmcp_python, daemon.url, script, "--log-http", str(http_log))
     assert tools["ok"] and {"fx__echo", "fx__slow"} <= set(tools["tools"]), tools
@@ -113,7 +131,10 @@ def test_fastmcp_tasks_client_inline_task_and_cancel(daemon: Any, fastmcp_python
     final = waited["final"]
     assert final["taskId"] == handle["taskId"] and final["resultType"] == "complete"
     assert text_of(final["result"]) == "slept 1.5" and final["result"]["isError"] is False
-    assert waited["result"] == {"content": [{"type": "text", "text": "slept 1.5"}], "isError": False}  # ToolTask.result()
+    assert waited["result"] == {
+        "content": [{"type": "text", "text": "slept 1.5"}],
+        "isError": False,
+    }  # ToolTask.result()
 
     # FastMCP's transparent path (Client.call_tool resolves the task claim by polling tasks/get).
     assert auto["ok"] and text_of(auto["result"]) == "slept 0.6", auto
@@ -132,7 +153,13 @@ def test_fastmcp_tasks_client_inline_task_and_cancel(daemon: Any, fastmcp_python
         return {e.get("requestId") for e in read_jsonl(log) if e.get("event") == "cancelled"}
 
     wait_until(cancelled_ids, 10, "the fixture upstream logs the cancellation")
-    long_calls = [e["msg"]["id"] for e in read_jsonl(log) if e.get("event") == "recv" and e["msg"].get("method") == "tools/call" and (e["msg"]["params"].get("arguments") or {}).get("seconds") == 30]
+    long_calls = [
+        e["msg"]["id"]
+        for e in read_jsonl(log)
+        if e.get("event") == "recv"
+        and e["msg"].get("method") == "tools/call"
+        and (e["msg"]["params"].get("arguments") or {}).get("seconds") == 30
+    ]
     assert len(long_calls) == 1 and long_calls[0] in cancelled_ids(), read_jsonl(log)
     assert not [e for e in read_jsonl(log) if e.get("event") == "finished" and e.get("requestId") == long_calls[0]]
 
@@ -142,14 +169,25 @@ def test_fastmcp_tasks_client_inline_task_and_cancel(daemon: Any, fastmcp_python
     task_requests = [r for r in sent if r["body"]["method"].startswith("tasks/")]
     assert {r["body"]["method"] for r in task_requests} == {"tasks/get", "tasks/cancel"}
     for r in task_requests:
-        assert r["headers"]["mcp-method"] == r["body"]["method"] and r["headers"]["mcp-name"] == r["body"]["params"]["taskId"], r
+        assert (
+            r["headers"]["mcp-method"] == r["body"]["method"]
+            and r["headers"]["mcp-name"] == r["body"]["params"]["taskId"]
+        ), r
 
 
-def test_stock_fastmcp_tasks_client_omits_mcp_name_and_is_refused(daemon: Any, fastmcp_python: Path, tmp_path: Path) -> None:
+def test_stock_fastmcp_tasks_client_omits_mcp_name_and_is_refused(
+    daemon: Any, fastmcp_python: Path, tmp_path: Path
+) -> None:
     """fastmcp-tasks as shipped breaks a client MUST (tasks.md:511); mcpx keeps the spec's -32020."""
     http_log = tmp_path / "fastmcp-stock-http.jsonl"
     script = [
-        {"op": "call_task_then_wait", "name": "fx__slow", "args": {"seconds": 1, "steps": 1}, "poll": 0.25, "timeout": 20},
+        {
+            "op": "call_task_then_wait",
+            "name": "fx__slow",
+            "args": {"seconds": 1, "steps": 1},
+            "poll": 0.25,
+            "timeout": 20,
+        },
         {"op": "call_auto", "name": "fx__slow", "args": {"seconds": 0.6, "steps": 1}, "timeout": 20},
     ]
     waited, auto = run_host(fastmcp_python, daemon.url, script, "--stock", "--log-http", str(http_log))

@@ -11,8 +11,9 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import httpx
 import pytest
@@ -20,8 +21,11 @@ import pytest
 FIXTURE = Path(__file__).parent / "fixtures" / "upstream_server.py"
 MODERN = "2026-07-28"
 PV = "io.modelcontextprotocol/protocolVersion"
-MODERN_META = {PV: MODERN, "io.modelcontextprotocol/clientCapabilities": {},
-               "io.modelcontextprotocol/clientInfo": {"name": "test", "version": "0"}}
+MODERN_META = {
+    PV: MODERN,
+    "io.modelcontextprotocol/clientCapabilities": {},
+    "io.modelcontextprotocol/clientInfo": {"name": "test", "version": "0"},
+}
 INIT_PARAMS = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "test", "version": "0"}}
 
 
@@ -48,8 +52,7 @@ class Stdio:
         cmd = [sys.executable, str(FIXTURE), "stdio", *args]
         if log is not None:
             cmd += ["--log", str(log)]
-        self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=subprocess.DEVNULL)
+        self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
         self.lines: queue.Queue = queue.Queue()
         self.thread = threading.Thread(target=self._read, daemon=True)
         self.thread.start()
@@ -132,8 +135,13 @@ def test_stdio_legacy_basics(tmp_path: Path) -> None:
         assert all(t["inputSchema"]["type"] == "object" for t in tools)
 
         echo = s.request(3, "tools/call", call("echo", {"text": "hi"}))["result"]
-        assert echo == {"content": [{"type": "text", "text": "hi"}], "structuredContent": {"text": "hi"},
-                        "_meta": {"fixture/echo": True}, "x-fixture-extra": {"kept": True}, "isError": False}
+        assert echo == {
+            "content": [{"type": "text", "text": "hi"}],
+            "structuredContent": {"text": "hi"},
+            "_meta": {"fixture/echo": True},
+            "x-fixture-extra": {"kept": True},
+            "isError": False,
+        }
         assert "resultType" not in echo
 
         who = s.request(4, "tools/call", call("whoami", meta={"traceparent": "00-x", "progressToken": 7}))
@@ -156,9 +164,16 @@ def test_stdio_legacy_basics(tmp_path: Path) -> None:
         assert s.request(10, "ping")["result"] == {}  # still running
 
         events = read_log(log)
-        assert events[0] == {"event": "recv", "msg": {"jsonrpc": "2.0", "id": 0, "method": "initialize",
-                                                      "params": {**INIT_PARAMS, "protocolVersion": "2025-06-18"}},
-                             "transport": "stdio"}
+        assert events[0] == {
+            "event": "recv",
+            "msg": {
+                "jsonrpc": "2.0",
+                "id": 0,
+                "method": "initialize",
+                "params": {**INIT_PARAMS, "protocolVersion": "2025-06-18"},
+            },
+            "transport": "stdio",
+        }
         assert any(e.get("msg", {}).get("method") == "notifications/initialized" for e in events)
     finally:
         s.close()
@@ -169,15 +184,22 @@ def test_stdio_slow_progress_concurrency_and_cancel(tmp_path: Path) -> None:
     s = Stdio(log=log)
     try:
         s.initialize()
-        s.send({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
-                "params": call("slow", {"seconds": 0.2, "steps": 4}, {"progressToken": "tok"})})
+        s.send(
+            {
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "tools/call",
+                "params": call("slow", {"seconds": 0.2, "steps": 4}, {"progressToken": "tok"}),
+            }
+        )
         resp, notes = s.until_response(1)
         assert resp["result"]["content"] == [{"type": "text", "text": "slept 0.2"}]
         assert notes[0]["method"] == "notifications/message"
         assert notes[0]["params"]["level"] == "info" and notes[0]["params"]["logger"] == "fixture"
         progress = [n["params"] for n in notes if n["method"] == "notifications/progress"]
-        assert [(p["progressToken"], p["progress"], p["total"]) for p in progress] == \
-            [("tok", i, 4) for i in range(1, 5)]
+        assert [(p["progressToken"], p["progress"], p["total"]) for p in progress] == [
+            ("tok", i, 4) for i in range(1, 5)
+        ]
         wait_for_log(log, lambda e: e == {"event": "finished", "requestId": 1})
 
         # a long call does not block an echo, and a cancel stops it without a response
@@ -214,14 +236,27 @@ def test_stdio_modern_requests() -> None:
         assert bad["code"] == -32022 and bad["data"] == {"supported": [MODERN], "requested": "2030-01-01"}
 
         # modern logging only with an explicit logLevel
-        s.send({"jsonrpc": "2.0", "id": 5, "method": "tools/call",
-                "params": call("slow", {"seconds": 0.02, "steps": 1}, {**MODERN_META, "progressToken": 1})})
+        s.send(
+            {
+                "jsonrpc": "2.0",
+                "id": 5,
+                "method": "tools/call",
+                "params": call("slow", {"seconds": 0.02, "steps": 1}, {**MODERN_META, "progressToken": 1}),
+            }
+        )
         resp, notes = s.until_response(5)
         assert resp["result"]["resultType"] == "complete"
         assert [n["method"] for n in notes] == ["notifications/progress"]
-        s.send({"jsonrpc": "2.0", "id": 6, "method": "tools/call",
-                "params": call("slow", {"seconds": 0.02, "steps": 1},
-                               {**MODERN_META, "io.modelcontextprotocol/logLevel": "debug"})})
+        s.send(
+            {
+                "jsonrpc": "2.0",
+                "id": 6,
+                "method": "tools/call",
+                "params": call(
+                    "slow", {"seconds": 0.02, "steps": 1}, {**MODERN_META, "io.modelcontextprotocol/logLevel": "debug"}
+                ),
+            }
+        )
         _, notes = s.until_response(6)
         assert [n["method"] for n in notes] == ["notifications/message"]
     finally:
@@ -264,8 +299,9 @@ class Http:
         cmd = [sys.executable, str(FIXTURE), "http", "--port", "0", "--ready-file", str(ready), *args]
         if log is not None:
             cmd += ["--log", str(log)]
-        self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                     stderr=subprocess.DEVNULL)
+        self.proc = subprocess.Popen(
+            cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        )
         try:
             deadline = time.monotonic() + 10
             while not ready.exists():
@@ -276,8 +312,7 @@ class Http:
         except BaseException:
             self.close()
             raise
-        self.client = httpx.Client(timeout=10,
-                                   headers={"Accept": "application/json, text/event-stream"})
+        self.client = httpx.Client(timeout=10, headers={"Accept": "application/json, text/event-stream"})
 
     def post(self, msg: dict, **headers: str) -> httpx.Response:
         return self.client.post(self.url, json=msg, headers=headers)
@@ -325,20 +360,29 @@ def test_http_legacy_session_flow(tmp_path: Path) -> None:
         echo = h.post(rpc(4, "tools/call", call("echo", {"text": "yo"})), **hdr).json()["result"]
         assert echo["x-fixture-extra"] == {"kept": True} and echo["_meta"] == {"fixture/echo": True}
 
-        with h.client.stream("POST", h.url, headers=hdr, json=rpc(
-                5, "tools/call", call("slow", {"seconds": 0.1, "steps": 2}, {"progressToken": "p"}))) as resp:
+        with h.client.stream(
+            "POST",
+            h.url,
+            headers=hdr,
+            json=rpc(5, "tools/call", call("slow", {"seconds": 0.1, "steps": 2}, {"progressToken": "p"})),
+        ) as resp:
             assert resp.headers["content-type"].startswith("text/event-stream")
             msgs = sse_messages(resp)
-        assert [m.get("method") for m in msgs] == ["notifications/message", "notifications/progress",
-                                                   "notifications/progress", None]
+        assert [m.get("method") for m in msgs] == [
+            "notifications/message",
+            "notifications/progress",
+            "notifications/progress",
+            None,
+        ]
         assert msgs[-1]["id"] == 5 and msgs[-1]["result"]["content"][0]["text"] == "slept 0.1"
 
         # cancel a streaming call with notifications/cancelled: the stream ends without a response
         result: list[list[dict]] = []
 
         def run() -> None:
-            with h.client.stream("POST", h.url, headers=hdr,
-                                 json=rpc(6, "tools/call", call("slow", {"seconds": 20}))) as resp:
+            with h.client.stream(
+                "POST", h.url, headers=hdr, json=rpc(6, "tools/call", call("slow", {"seconds": 20}))
+            ) as resp:
                 result.append(sse_messages(resp))
 
         t = threading.Thread(target=run)
@@ -372,8 +416,10 @@ def test_http_modern_requests(tmp_path: Path) -> None:
         assert disc["_meta"]["io.modelcontextprotocol/serverInfo"]["name"] == "beta"
 
         meta = {**MODERN_META, "traceparent": "00-abc"}
-        r = h.post(rpc(2, "tools/call", call("echo", {"text": "q"}, meta)),
-                   **{"MCP-Protocol-Version": MODERN, "Mcp-Method": "tools/call", "Mcp-Name": "echo"})
+        r = h.post(
+            rpc(2, "tools/call", call("echo", {"text": "q"}, meta)),
+            **{"MCP-Protocol-Version": MODERN, "Mcp-Method": "tools/call", "Mcp-Name": "echo"},
+        )
         echo = r.json()["result"]
         assert echo["resultType"] == "complete" and echo["structuredContent"] == {"text": "q"}
         who = h.post(rpc(3, "tools/call", call("whoami", meta=meta))).json()["result"]
@@ -386,8 +432,11 @@ def test_http_modern_requests(tmp_path: Path) -> None:
         assert r.status_code == 400 and r.json()["error"]["code"] == -32022
 
         # closing the response stream of a modern call is a cancellation
-        with h.client.stream("POST", h.url, json=rpc(
-                6, "tools/call", call("slow", {"seconds": 20, "steps": 100}, {**MODERN_META, "progressToken": 9}))) as resp:
+        with h.client.stream(
+            "POST",
+            h.url,
+            json=rpc(6, "tools/call", call("slow", {"seconds": 20, "steps": 100}, {**MODERN_META, "progressToken": 9})),
+        ) as resp:
             for line in resp.iter_lines():
                 if line.startswith("data:"):
                     assert json.loads(line[5:])["method"] == "notifications/progress"

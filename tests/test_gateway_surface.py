@@ -7,7 +7,6 @@ import sys
 from typing import Any
 
 import pytest
-
 from harness import ROOT, RawHost, reply_of
 
 SERVER = ROOT / "tests" / "conformance" / "server.py"
@@ -24,7 +23,11 @@ def test_resources_are_namespaced_and_read_back_verbatim(host: RawHost) -> None:
     uris = [r["uri"] for r in listed["resources"]]
     assert uris[0] == "mcpx://cf/test://static-text" and "ttlMs" in listed
     text = host.modern("resources/read", {"uri": "mcpx://cf/test://static-text"}).json()["result"]
-    assert text["contents"][0] == {"uri": "mcpx://cf/test://static-text", "mimeType": "text/plain", "text": "This is the content of the static text resource."}
+    assert text["contents"][0] == {
+        "uri": "mcpx://cf/test://static-text",
+        "mimeType": "text/plain",
+        "text": "This is the content of the static text resource.",
+    }
     blob = host.modern("resources/read", {"uri": "mcpx://cf/test://static-binary"}).json()["result"]["contents"][0]
     assert blob["mimeType"] == "image/png" and "blob" in blob and "text" not in blob
 
@@ -45,10 +48,20 @@ def test_prompts_and_completion_use_namespaced_names(host: RawHost) -> None:
     host.initialize()
     names = [p["name"] for p in host.legacy("prompts/list").json()["result"]["prompts"]]
     assert "cf__test_prompt_with_arguments" in names and all(n.startswith("cf__") for n in names)
-    got = reply_of(host.legacy("prompts/get", {"name": "cf__test_prompt_with_arguments", "arguments": {"arg1": "A1", "arg2": "B2"}}))["result"]
+    got = reply_of(
+        host.legacy(
+            "prompts/get", {"name": "cf__test_prompt_with_arguments", "arguments": {"arg1": "A1", "arg2": "B2"}}
+        )
+    )["result"]
     text = got["messages"][0]["content"]["text"]
     assert "A1" in text and "B2" in text
-    done = host.legacy("completion/complete", {"ref": {"type": "ref/prompt", "name": "cf__test_prompt_with_arguments"}, "argument": {"name": "arg1", "value": "t"}}).json()["result"]
+    done = host.legacy(
+        "completion/complete",
+        {
+            "ref": {"type": "ref/prompt", "name": "cf__test_prompt_with_arguments"},
+            "argument": {"name": "arg1", "value": "t"},
+        },
+    ).json()["result"]
     assert isinstance(done["completion"]["values"], list)
     assert host.legacy("prompts/get", {"name": "test_prompt_with_arguments"}).json()["error"]["code"] == -32602
 

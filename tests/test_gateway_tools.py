@@ -6,8 +6,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from harness import LEGACY, MODERN, RawHost, read_jsonl, reply_of, sse_frames, stdio_server, wait_until
+from harness import LEGACY, RawHost, reply_of, sse_frames, stdio_server
 
 
 @pytest.fixture(params=["stdio", "http"], ids=["upstream-stdio", "upstream-http"])
@@ -29,7 +28,14 @@ def test_modern_tools_list_is_namespaced_cacheable_and_names_the_server(gateway:
     resp = gateway.modern("tools/list")
     assert resp.status_code == 200
     res = resp.json()["result"]
-    assert [t["name"] for t in res["tools"]] == ["fx__echo", "fx__slow", "fx__fail", "fx__protocol_error", "fx__crash", "fx__whoami"]
+    assert [t["name"] for t in res["tools"]] == [
+        "fx__echo",
+        "fx__slow",
+        "fx__fail",
+        "fx__protocol_error",
+        "fx__crash",
+        "fx__whoami",
+    ]
     assert res["resultType"] == "complete" and "ttlMs" in res and res["cacheScope"] in ("private", "public")
     assert res["_meta"]["io.modelcontextprotocol/serverInfo"]["name"] == "mcpx"
 
@@ -64,12 +70,16 @@ def test_is_error_result_stays_a_result(gateway: RawHost) -> None:
 
 def test_upstream_protocol_error_is_forwarded_as_error(gateway: RawHost) -> None:
     gateway.initialize()
-    frame = reply_of(gateway.legacy("tools/call", {"name": "fx__protocol_error", "arguments": {"code": -32099, "message": "nope"}}))
+    frame = reply_of(
+        gateway.legacy("tools/call", {"name": "fx__protocol_error", "arguments": {"code": -32099, "message": "nope"}})
+    )
     assert frame["error"]["code"] == -32099 and frame["error"]["message"] == "nope"
 
 
 def test_upstream_error_code_reserved_in_2026_is_made_legal_for_modern_hosts(gateway: RawHost) -> None:
-    frame = reply_of(gateway.modern("tools/call", {"name": "fx__protocol_error", "arguments": {"code": -32042, "message": "old"}}))
+    frame = reply_of(
+        gateway.modern("tools/call", {"name": "fx__protocol_error", "arguments": {"code": -32042, "message": "old"}})
+    )
     assert frame["error"]["code"] == -32603 and frame["error"]["message"] == "old"
 
 
@@ -85,7 +95,10 @@ def test_unknown_tool_is_invalid_params(gateway: RawHost, era: str) -> None:
 
 
 def test_progress_reaches_the_host_under_its_own_token(gateway: RawHost) -> None:
-    resp = gateway.modern("tools/call", {"name": "fx__slow", "arguments": {"seconds": 0.3, "steps": 3}, "_meta": {"progressToken": "tok-1"}})
+    resp = gateway.modern(
+        "tools/call",
+        {"name": "fx__slow", "arguments": {"seconds": 0.3, "steps": 3}, "_meta": {"progressToken": "tok-1"}},
+    )
     frames = sse_frames(resp)
     progress = [f["params"] for f in frames if f.get("method") == "notifications/progress"]
     assert [p["progress"] for p in progress] == [1, 2, 3]

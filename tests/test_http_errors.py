@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import base64
 import json
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import httpx
 import pytest
-
 from harness import LEGACY, MODERN, Daemon, RawHost, modern_meta, read_jsonl, reply_of, stdio_server
 
 ORIGIN_OK = "https://app.example"
@@ -37,7 +37,10 @@ def _start(tmp: Path, config: dict[str, Any]) -> Iterator[Daemon]:
 @pytest.fixture(scope="module")
 def daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Daemon]:
     tmp = tmp_path_factory.mktemp("http-errors")
-    config = {"daemon": {"maxBodyBytes": MAX_BODY, "allowedOrigins": [ORIGIN_OK]}, "mcpServers": {"fx": stdio_server(tmp)}}
+    config = {
+        "daemon": {"maxBodyBytes": MAX_BODY, "allowedOrigins": [ORIGIN_OK]},
+        "mcpServers": {"fx": stdio_server(tmp)},
+    }
     yield from _start(tmp, config)
 
 
@@ -65,7 +68,9 @@ def modern_headers(method: str, **extra: str) -> dict[str, str]:
     return {"MCP-Protocol-Version": MODERN, "Mcp-Method": method, **extra}
 
 
-def modern_request(rid: Any, method: str, params: dict[str, Any] | None = None, meta: dict[str, Any] | None = None) -> dict[str, Any]:
+def modern_request(
+    rid: Any, method: str, params: dict[str, Any] | None = None, meta: dict[str, Any] | None = None
+) -> dict[str, Any]:
     p = dict(params or {})
     p["_meta"] = modern_meta() if meta is None else meta
     return {"jsonrpc": "2.0", "id": rid, "method": method, "params": p}
@@ -92,9 +97,13 @@ ECHO = {"name": "fx__echo", "arguments": {"text": "still here"}}
 
 
 @pytest.mark.parametrize("version", ["2099-01-01", "2026-07-27"])
-def test_modern_unsupported_meta_version_is_400_32022_listing_supported_and_requested(host: RawHost, version: str) -> None:
+def test_modern_unsupported_meta_version_is_400_32022_listing_supported_and_requested(
+    host: RawHost, version: str
+) -> None:
     meta = {**modern_meta(), "io.modelcontextprotocol/protocolVersion": version}
-    resp = host.post(modern_request(7, "tools/list", meta=meta), {"MCP-Protocol-Version": version, "Mcp-Method": "tools/list"})
+    resp = host.post(
+        modern_request(7, "tools/list", meta=meta), {"MCP-Protocol-Version": version, "Mcp-Method": "tools/list"}
+    )
     frame = error_of(resp, 400, -32022)
     assert frame["id"] == 7
     assert MODERN in frame["error"]["data"]["supported"]
@@ -106,7 +115,9 @@ def test_modern_non_string_meta_version_is_400_invalid_params(host: RawHost, ver
     # RequestMetaObject types protocolVersion as a string: a wrong type is a bad required key (-32602),
     # not a version the server could list alternatives to.
     meta = {**modern_meta(), "io.modelcontextprotocol/protocolVersion": version}
-    resp = host.post(modern_request(1, "tools/list", meta=meta), {"MCP-Protocol-Version": MODERN, "Mcp-Method": "tools/list"})
+    resp = host.post(
+        modern_request(1, "tools/list", meta=meta), {"MCP-Protocol-Version": MODERN, "Mcp-Method": "tools/list"}
+    )
     assert error_of(resp, 400, -32602)["id"] == 1
 
 
@@ -127,7 +138,11 @@ def test_modern_empty_client_capabilities_object_is_accepted(host: RawHost) -> N
     assert resp.status_code == 200 and "tools" in resp.json()["result"]
 
 
-@pytest.mark.parametrize("params", [None, {}, {"_meta": {}}, {"_meta": {"io.modelcontextprotocol/clientCapabilities": {}}}], ids=["no-params", "no-meta", "empty-meta", "meta-without-version"])
+@pytest.mark.parametrize(
+    "params",
+    [None, {}, {"_meta": {}}, {"_meta": {"io.modelcontextprotocol/clientCapabilities": {}}}],
+    ids=["no-params", "no-meta", "empty-meta", "meta-without-version"],
+)
 def test_modern_header_with_no_meta_version_in_body_is_400_invalid_params(host: RawHost, params: Any) -> None:
     body: dict[str, Any] = {"jsonrpc": "2.0", "id": 4, "method": "tools/list"}
     if params is not None:
@@ -151,7 +166,9 @@ def test_modern_header_with_no_meta_version_in_body_is_400_invalid_params(host: 
     ],
     ids=lambda v: v if isinstance(v, str) else None,
 )
-def test_modern_protocol_version_and_method_headers_must_match_the_body(host: RawHost, headers: dict[str, Any], what: str) -> None:
+def test_modern_protocol_version_and_method_headers_must_match_the_body(
+    host: RawHost, headers: dict[str, Any], what: str
+) -> None:
     frame = error_of(host.modern("tools/list", headers=headers), 400, -32020)
     assert frame["id"] == host._id, what
 
@@ -166,14 +183,22 @@ def test_modern_protocol_version_and_method_headers_must_match_the_body(host: Ra
     ],
     ids=["method-other-first", "method-other-last", "name-other-first", "name-repeated"],
 )
-def test_modern_repeated_mirrored_header_is_400_header_mismatch(host: RawHost, method: str, params: dict[str, Any], lines: list[tuple[str, str]]) -> None:
+def test_modern_repeated_mirrored_header_is_400_header_mismatch(
+    host: RawHost, method: str, params: dict[str, Any], lines: list[tuple[str, str]]
+) -> None:
     # An intermediary may route on either line; only one line per mirrored header can agree with the body.
-    base = [("Content-Type", "application/json"), ("Accept", "application/json, text/event-stream"), ("MCP-Protocol-Version", MODERN)]
+    base = [
+        ("Content-Type", "application/json"),
+        ("Accept", "application/json, text/event-stream"),
+        ("MCP-Protocol-Version", MODERN),
+    ]
     resp = host.client.post(host.url, content=json.dumps(modern_request(8, method, params)), headers=base + lines)
     assert error_of(resp, 400, -32020)["id"] == 8
 
 
-@pytest.mark.parametrize("name_header", [None, "fx__slow", "FX__ECHO", ""], ids=["missing", "other-tool", "case-differs", "empty"])
+@pytest.mark.parametrize(
+    "name_header", [None, "fx__slow", "FX__ECHO", ""], ids=["missing", "other-tool", "case-differs", "empty"]
+)
 def test_modern_tools_call_mcp_name_must_be_present_and_match(host: RawHost, name_header: str | None) -> None:
     frame = error_of(host.modern("tools/call", ECHO, headers={"Mcp-Name": name_header}), 400, -32020)
     assert "Mcp-Name" in frame["error"]["message"]
@@ -195,7 +220,12 @@ def test_modern_mcp_name_base64_sentinel_of_an_existing_tool_calls_it(host: RawH
 
 @pytest.mark.parametrize(
     "header",
-    [b64_sentinel("fx__slow"), "=?base64?not base64!?=", "=?base64?" + base64.b64encode(b"\xff\xfe").decode() + "?=", "=?BASE64?" + base64.b64encode(b"fx__echo").decode() + "?="],
+    [
+        b64_sentinel("fx__slow"),
+        "=?base64?not base64!?=",
+        "=?base64?" + base64.b64encode(b"\xff\xfe").decode() + "?=",
+        "=?BASE64?" + base64.b64encode(b"fx__echo").decode() + "?=",
+    ],
     ids=["decodes-to-other-name", "invalid-base64", "not-utf8", "uppercase-markers-are-not-a-sentinel"],
 )
 def test_modern_mcp_name_sentinel_that_does_not_decode_to_the_body_name_is_400(host: RawHost, header: str) -> None:
@@ -207,7 +237,9 @@ def test_modern_mcp_name_sentinel_that_does_not_decode_to_the_body_name_is_400(h
     [("Mcp-Name", "fx__café".encode()), ("Mcp-Method", "tools/callé".encode()), ("Mcp-Param-Text", b"\xe2\x98\x95")],
     ids=["utf8-in-mcp-name", "utf8-in-mcp-method", "utf8-in-mcp-param"],
 )
-def test_modern_mcp_header_with_invalid_characters_is_400_header_mismatch(host: RawHost, header: str, value: bytes) -> None:
+def test_modern_mcp_header_with_invalid_characters_is_400_header_mismatch(
+    host: RawHost, header: str, value: bytes
+) -> None:
     name = "fx__café" if header == "Mcp-Name" else "fx__echo"
     method = "tools/call"
     body = modern_request(5, method, {"name": name, "arguments": {"text": "x"}})
@@ -231,7 +263,9 @@ def test_modern_mcp_header_with_invalid_characters_is_400_header_mismatch(host: 
         ("initialize", {"protocolVersion": MODERN, "capabilities": {}, "clientInfo": {"name": "x", "version": "0"}}),
     ],
 )
-def test_modern_methods_removed_in_2026_are_404_method_not_found(host: RawHost, method: str, params: dict[str, Any]) -> None:
+def test_modern_methods_removed_in_2026_are_404_method_not_found(
+    host: RawHost, method: str, params: dict[str, Any]
+) -> None:
     resp = host.modern(method, params)
     frame = error_of(resp, 404, -32601)
     assert frame["id"] == host._id
@@ -263,8 +297,18 @@ def test_modern_request_ignores_mcp_session_id_and_mints_none(host: RawHost) -> 
     legacy_host.close()
 
 
-@pytest.mark.parametrize(("method", "params"), [("tools/list", {}), ("tools/call", ECHO), ("tools/call", {"name": "fx__fail", "arguments": {}}), ("server/discover", {})])
-def test_every_modern_result_has_result_type_and_server_info(host: RawHost, method: str, params: dict[str, Any]) -> None:
+@pytest.mark.parametrize(
+    ("method", "params"),
+    [
+        ("tools/list", {}),
+        ("tools/call", ECHO),
+        ("tools/call", {"name": "fx__fail", "arguments": {}}),
+        ("server/discover", {}),
+    ],
+)
+def test_every_modern_result_has_result_type_and_server_info(
+    host: RawHost, method: str, params: dict[str, Any]
+) -> None:
     resp = host.modern(method, params)
     assert resp.status_code == 200
     res = reply_of(resp)["result"]
@@ -297,8 +341,17 @@ def test_legacy_initialize_mints_a_visible_ascii_session_id(host: RawHost) -> No
     other.close()
 
 
-@pytest.mark.parametrize("params", [{"protocolVersion": LEGACY, "capabilities": "all"}, {"protocolVersion": LEGACY, "capabilities": {}, "clientInfo": "me"}], ids=["capabilities", "clientInfo"])
-def test_legacy_initialize_with_bad_params_is_invalid_params_and_mints_no_session(tmp_path: Path, params: dict[str, Any]) -> None:
+@pytest.mark.parametrize(
+    "params",
+    [
+        {"protocolVersion": LEGACY, "capabilities": "all"},
+        {"protocolVersion": LEGACY, "capabilities": {}, "clientInfo": "me"},
+    ],
+    ids=["capabilities", "clientInfo"],
+)
+def test_legacy_initialize_with_bad_params_is_invalid_params_and_mints_no_session(
+    tmp_path: Path, params: dict[str, Any]
+) -> None:
     # A daemon of its own: the module daemon's wire log must stay clean of the frame below.
     d = Daemon(tmp_path, {"mcpServers": {}})
     try:
@@ -314,7 +367,9 @@ def test_legacy_initialize_with_bad_params_is_invalid_params_and_mints_no_sessio
 
 
 def test_legacy_request_without_session_id_is_400(host: RawHost) -> None:
-    resp = host.post({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}, {"MCP-Protocol-Version": LEGACY})
+    resp = host.post(
+        {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}, {"MCP-Protocol-Version": LEGACY}
+    )
     frame = error_of(resp, 400, -32600)
     assert frame["id"] == 1
 
@@ -324,7 +379,10 @@ def test_request_with_neither_session_nor_version_header_is_400(host: RawHost) -
 
 
 def test_legacy_unknown_session_id_is_404(host: RawHost) -> None:
-    resp = host.post({"jsonrpc": "2.0", "id": 2, "method": "ping"}, {"MCP-Protocol-Version": LEGACY, "Mcp-Session-Id": "no-such-session"})
+    resp = host.post(
+        {"jsonrpc": "2.0", "id": 2, "method": "ping"},
+        {"MCP-Protocol-Version": LEGACY, "Mcp-Session-Id": "no-such-session"},
+    )
     assert error_of(resp, 404, -32600)["id"] == 2
 
 
@@ -337,7 +395,9 @@ def test_legacy_wrong_protocol_version_header_on_a_session_is_400(session: RawHo
 
 def test_legacy_delete_ends_the_session(session: RawHost) -> None:
     assert session.legacy("ping").status_code == 200
-    resp = session.client.delete(session.url, headers={"Mcp-Session-Id": session.session_id, "MCP-Protocol-Version": LEGACY})
+    resp = session.client.delete(
+        session.url, headers={"Mcp-Session-Id": session.session_id, "MCP-Protocol-Version": LEGACY}
+    )
     assert resp.status_code == 200
     error_of(session.legacy("ping"), 404, -32600)
     again = session.client.delete(session.url, headers={"Mcp-Session-Id": session.session_id})
@@ -396,8 +456,18 @@ def test_legacy_tools_call_without_name_is_invalid_params(session: RawHost) -> N
     error_of(session.legacy("tools/call", {"arguments": {}}), 200, -32602)
 
 
-@pytest.mark.parametrize("cursor", ["garbage!", "", 17, base64.urlsafe_b64encode(b'["prompts", 0]').decode(), base64.urlsafe_b64encode(b'["tools", -1]').decode(), base64.urlsafe_b64encode(b'["tools", 999999]').decode()],
-                         ids=["not-base64", "empty", "number", "other-list", "negative", "past-the-end"])
+@pytest.mark.parametrize(
+    "cursor",
+    [
+        "garbage!",
+        "",
+        17,
+        base64.urlsafe_b64encode(b'["prompts", 0]').decode(),
+        base64.urlsafe_b64encode(b'["tools", -1]').decode(),
+        base64.urlsafe_b64encode(b'["tools", 999999]').decode(),
+    ],
+    ids=["not-base64", "empty", "number", "other-list", "negative", "past-the-end"],
+)
 @pytest.mark.parametrize("era", ["legacy", "modern"])
 def test_tools_list_with_a_garbage_cursor_is_invalid_params(host: RawHost, era: str, cursor: Any) -> None:
     if era == "legacy":
@@ -425,17 +495,38 @@ WITH_X = '{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"x":%s}}'
 @pytest.mark.parametrize(
     "raw",
     [
-        b"{", b"", b"not json", b'{"jsonrpc": "2.0", "id": 1, "method": "ping"', b'{"jsonrpc":"2.0","id":1,"method":"ping\xff"}',
-        (WITH_X % "1").encode("utf-16"), (WITH_X % "1").encode("utf-32"),
-        (WITH_X % "NaN").encode(), (WITH_X % "Infinity").encode(), (WITH_X % "-Infinity").encode(),
-        (WITH_X % '"\\ud800"').encode(), (WITH_X % '"a\\uDC00b"').encode(), (WITH_X % '{"\\udbff": 1}').encode(),
-        b'{"jsonrpc":"2.0","id":"\\ud83d","method":"tools/list"}', b'{"jsonrpc":"2.0","id":1,"method":"\\ud83dx"}',
+        b"{",
+        b"",
+        b"not json",
+        b'{"jsonrpc": "2.0", "id": 1, "method": "ping"',
+        b'{"jsonrpc":"2.0","id":1,"method":"ping\xff"}',
+        (WITH_X % "1").encode("utf-16"),
+        (WITH_X % "1").encode("utf-32"),
+        (WITH_X % "NaN").encode(),
+        (WITH_X % "Infinity").encode(),
+        (WITH_X % "-Infinity").encode(),
+        (WITH_X % '"\\ud800"').encode(),
+        (WITH_X % '"a\\uDC00b"').encode(),
+        (WITH_X % '{"\\udbff": 1}').encode(),
+        b'{"jsonrpc":"2.0","id":"\\ud83d","method":"tools/list"}',
+        b'{"jsonrpc":"2.0","id":1,"method":"\\ud83dx"}',
     ],
     ids=[
-        "open-brace", "empty", "text", "truncated", "not-utf8",
-        "utf16", "utf32",
-        "nan", "infinity", "minus-infinity",
-        "lone-high-surrogate", "lone-low-surrogate", "lone-surrogate-key", "lone-surrogate-id", "lone-surrogate-method",
+        "open-brace",
+        "empty",
+        "text",
+        "truncated",
+        "not-utf8",
+        "utf16",
+        "utf32",
+        "nan",
+        "infinity",
+        "minus-infinity",
+        "lone-high-surrogate",
+        "lone-low-surrogate",
+        "lone-surrogate-key",
+        "lone-surrogate-id",
+        "lone-surrogate-method",
     ],
 )
 def test_malformed_json_is_400_parse_error_without_id(host: RawHost, era_headers: dict[str, str], raw: bytes) -> None:
@@ -445,7 +536,11 @@ def test_malformed_json_is_400_parse_error_without_id(host: RawHost, era_headers
 
 def test_surrogate_pairs_and_escaped_backslashes_are_not_mistaken_for_lone_surrogates(host: RawHost) -> None:
     text = "😀 \\ud800"  # a real pair, then a literal backslash followed by "ud800"
-    resp = host.post(None, modern_headers("tools/call", **{"Mcp-Name": "fx__echo"}), raw=json.dumps(modern_request(9, "tools/call", {"name": "fx__echo", "arguments": {"text": text}})).encode())
+    resp = host.post(
+        None,
+        modern_headers("tools/call", **{"Mcp-Name": "fx__echo"}),
+        raw=json.dumps(modern_request(9, "tools/call", {"name": "fx__echo", "arguments": {"text": text}})).encode(),
+    )
     assert reply_of(resp)["result"]["content"][0]["text"] == text
 
 
@@ -455,7 +550,10 @@ def test_reply_with_an_upstream_lone_surrogate_is_still_json_text() -> None:
 
     frame = {"jsonrpc": "2.0", "id": 1, "result": {"content": [{"type": "text", "text": "cut \ud83d"}]}}
     assert json.loads(jsonrpc.dumps(frame)) == frame
-    assert jsonrpc.dumps({"jsonrpc": "2.0", "id": 1, "result": {"t": "é"}}) == '{"jsonrpc":"2.0","id":1,"result":{"t":"é"}}'.encode()
+    assert (
+        jsonrpc.dumps({"jsonrpc": "2.0", "id": 1, "result": {"t": "é"}})
+        == '{"jsonrpc":"2.0","id":1,"result":{"t":"é"}}'.encode()
+    )
 
 
 @pytest.mark.parametrize(
@@ -485,15 +583,33 @@ def test_reply_with_an_upstream_lone_surrogate_is_still_json_text() -> None:
         {"jsonrpc": "2.0", "id": 1},
     ],
     ids=[
-        "batch", "empty-batch", "string", "number", "null", "bool",
-        "jsonrpc-1.0", "jsonrpc-missing", "jsonrpc-number",
-        "method-int", "method-null",
-        "params-list", "params-string", "params-null",
-        "id-bool", "id-float", "id-integral-float", "id-object", "id-list", "id-null",
-        "nothing", "id-only",
+        "batch",
+        "empty-batch",
+        "string",
+        "number",
+        "null",
+        "bool",
+        "jsonrpc-1.0",
+        "jsonrpc-missing",
+        "jsonrpc-number",
+        "method-int",
+        "method-null",
+        "params-list",
+        "params-string",
+        "params-null",
+        "id-bool",
+        "id-float",
+        "id-integral-float",
+        "id-object",
+        "id-list",
+        "id-null",
+        "nothing",
+        "id-only",
     ],
 )
-def test_invalid_request_shapes_are_400_invalid_request_without_id(host: RawHost, era_headers: dict[str, str], body: Any) -> None:
+def test_invalid_request_shapes_are_400_invalid_request_without_id(
+    host: RawHost, era_headers: dict[str, str], body: Any
+) -> None:
     if "Mcp-Method" in era_headers and isinstance(body, dict) and "method" in body and "params" not in body:
         body = dict(body, params={"_meta": modern_meta()})  # a modern body: only the checked field is wrong
     frame = error_of(host.post(None, era_headers, raw=json.dumps(body).encode()), 400, -32600)
@@ -508,13 +624,19 @@ def test_body_over_max_body_bytes_is_413(host: RawHost) -> None:
 
 def test_chunked_body_over_max_body_bytes_is_413(host: RawHost) -> None:
     # No Content-Length: the limit must hold while reading the chunks too.
-    raw = json.dumps(modern_request(1, "tools/call", {"name": "fx__echo", "arguments": {"text": "x" * (MAX_BODY * 2)}})).encode()
+    raw = json.dumps(
+        modern_request(1, "tools/call", {"name": "fx__echo", "arguments": {"text": "x" * (MAX_BODY * 2)}})
+    ).encode()
 
     def chunks() -> Iterator[bytes]:
         for i in range(0, len(raw), 512):
             yield raw[i : i + 512]
 
-    headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream", **modern_headers("tools/call", **{"Mcp-Name": "fx__echo"})}
+    headers = {
+        "Content-Type": "application/json",
+        "Accept": "application/json, text/event-stream",
+        **modern_headers("tools/call", **{"Mcp-Name": "fx__echo"}),
+    }
     resp = host.client.post(host.url, content=chunks(), headers=headers)
     assert "content-length" not in resp.request.headers
     assert "id" not in error_of(resp, 413, -32600)
@@ -532,8 +654,16 @@ def test_body_just_under_max_body_bytes_is_served(host: RawHost) -> None:
 @pytest.mark.parametrize(
     "origin",
     [
-        "https://evil.example", "null", "http://localhost.evil.example", "http://localhost@evil.example", "https://app.example.evil", "file://",
-        "http://localhost:1 http://evil.example", "http://localhost:1,http://evil.example", "http://localhost:99999", "http://localhost/evil",
+        "https://evil.example",
+        "null",
+        "http://localhost.evil.example",
+        "http://localhost@evil.example",
+        "https://app.example.evil",
+        "file://",
+        "http://localhost:1 http://evil.example",
+        "http://localhost:1,http://evil.example",
+        "http://localhost:99999",
+        "http://localhost/evil",
         "https://app.example https://evil.example",
     ],
 )
@@ -546,14 +676,22 @@ def test_foreign_origin_is_403(daemon: Daemon, host: RawHost, origin: str) -> No
     assert any(line["frame"] == frame for line in read_jsonl(daemon.wire_log))
 
 
-@pytest.mark.parametrize("lines", [["https://evil.example", "http://localhost:1"], ["http://localhost:1", "https://evil.example"]], ids=["evil-first", "evil-last"])
+@pytest.mark.parametrize(
+    "lines",
+    [["https://evil.example", "http://localhost:1"], ["http://localhost:1", "https://evil.example"]],
+    ids=["evil-first", "evil-last"],
+)
 def test_repeated_origin_lines_with_a_foreign_one_are_403(host: RawHost, lines: list[str]) -> None:
-    headers = [("Content-Type", "application/json"), ("MCP-Protocol-Version", MODERN), ("Mcp-Method", "tools/list")] + [("Origin", o) for o in lines]
+    headers = [("Content-Type", "application/json"), ("MCP-Protocol-Version", MODERN), ("Mcp-Method", "tools/list")] + [
+        ("Origin", o) for o in lines
+    ]
     resp = host.client.post(host.url, content=json.dumps(modern_request(1, "tools/list")), headers=headers)
     assert resp.status_code == 403
 
 
-@pytest.mark.parametrize("origin", ["http://localhost:1234", "http://127.0.0.1:8080", "http://[::1]:9", "https://localhost", ORIGIN_OK])
+@pytest.mark.parametrize(
+    "origin", ["http://localhost:1234", "http://127.0.0.1:8080", "http://[::1]:9", "https://localhost", ORIGIN_OK]
+)
 def test_loopback_and_configured_origins_are_accepted(host: RawHost, origin: str) -> None:
     resp = host.modern("tools/list", headers={"Origin": origin})
     assert resp.status_code == 200 and "tools" in resp.json()["result"]
@@ -561,7 +699,11 @@ def test_loopback_and_configured_origins_are_accepted(host: RawHost, origin: str
 
 def test_foreign_origin_is_403_on_get_and_delete_too(session: RawHost) -> None:
     for verb in ("GET", "DELETE"):
-        resp = session.client.request(verb, session.url, headers={**session._legacy_headers(), "Origin": "https://evil.example", "Accept": "text/event-stream"})
+        resp = session.client.request(
+            verb,
+            session.url,
+            headers={**session._legacy_headers(), "Origin": "https://evil.example", "Accept": "text/event-stream"},
+        )
         assert resp.status_code == 403, verb
     assert session.legacy("ping").status_code == 200  # the DELETE did not end the session
 
@@ -585,7 +727,10 @@ def test_legacy_notification_is_202_with_empty_body(session: RawHost) -> None:
 
 
 def test_legacy_notification_for_unknown_session_is_404(host: RawHost) -> None:
-    resp = host.post({"jsonrpc": "2.0", "method": "notifications/initialized"}, {"MCP-Protocol-Version": LEGACY, "Mcp-Session-Id": "no-such-session"})
+    resp = host.post(
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"MCP-Protocol-Version": LEGACY, "Mcp-Session-Id": "no-such-session"},
+    )
     assert resp.status_code == 404
 
 
@@ -597,7 +742,10 @@ def test_daemon_survives_every_bad_input_and_still_answers(daemon: Daemon, host:
         (b'{"jsonrpc":"1.0","id":1,"method":"ping"}', {}),
         (b'{"jsonrpc":"2.0","id":{},"method":"ping"}', {}),
         (b'{"jsonrpc":"2.0","id":1,"method":"tools/list","params":[]}', modern_headers("tools/list")),
-        (json.dumps(modern_request(1, "tools/call", {"name": 5})).encode(), modern_headers("tools/call", **{"Mcp-Name": "5"})),
+        (
+            json.dumps(modern_request(1, "tools/call", {"name": 5})).encode(),
+            modern_headers("tools/call", **{"Mcp-Name": "5"}),
+        ),
         (json.dumps(modern_request(1, "tools/list", meta={})).encode(), modern_headers("tools/list")),
         (b"\x00" * (MAX_BODY + 1), {}),
     ]
@@ -617,18 +765,35 @@ def test_daemon_survives_every_bad_input_and_still_answers(daemon: Daemon, host:
 
 @pytest.mark.parametrize(
     "authorization",
-    [None, "Bearer wrong-token-wrong-token", f"Basic {TOKEN}", "Bearer", f"Bearer {TOKEN[:-1]}", f"Bearer {TOKEN}x", TOKEN],
+    [
+        None,
+        "Bearer wrong-token-wrong-token",
+        f"Basic {TOKEN}",
+        "Bearer",
+        f"Bearer {TOKEN[:-1]}",
+        f"Bearer {TOKEN}x",
+        TOKEN,
+    ],
     ids=["none", "wrong", "basic-scheme", "empty-bearer", "prefix", "suffix", "no-scheme"],
 )
-def test_auth_missing_or_wrong_bearer_is_401_with_www_authenticate(auth_daemon: Daemon, authorization: str | None) -> None:
+def test_auth_missing_or_wrong_bearer_is_401_with_www_authenticate(
+    auth_daemon: Daemon, authorization: str | None
+) -> None:
     host = RawHost(auth_daemon.url)
     try:
         resp = host.modern("tools/list", headers={"Authorization": authorization})
         assert resp.status_code == 401
         assert resp.headers["www-authenticate"].lower().startswith("bearer")
         assert "tools" not in resp.text
-        init = host.post({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": LEGACY, "capabilities": {}, "clientInfo": {"name": "x", "version": "0"}}},
-                         {"Authorization": authorization} if authorization else None)
+        init = host.post(
+            {
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "initialize",
+                "params": {"protocolVersion": LEGACY, "capabilities": {}, "clientInfo": {"name": "x", "version": "0"}},
+            },
+            {"Authorization": authorization} if authorization else None,
+        )
         assert init.status_code == 401 and "mcp-session-id" not in init.headers
     finally:
         host.close()
@@ -641,13 +806,26 @@ def test_auth_right_bearer_is_served_in_both_eras(auth_daemon: Daemon, scheme: s
     try:
         resp = host.modern("tools/call", ECHO, headers=auth)
         assert reply_of(resp)["result"]["content"][0]["text"] == "still here"
-        init = host.post({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": LEGACY, "capabilities": {}, "clientInfo": {"name": "x", "version": "0"}}}, auth)
+        init = host.post(
+            {
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "initialize",
+                "params": {"protocolVersion": LEGACY, "capabilities": {}, "clientInfo": {"name": "x", "version": "0"}},
+            },
+            auth,
+        )
         assert init.status_code == 200
         sid = init.headers["mcp-session-id"]
-        ok = host.post({"jsonrpc": "2.0", "id": 2, "method": "ping"}, {**auth, "MCP-Protocol-Version": LEGACY, "Mcp-Session-Id": sid})
+        ok = host.post(
+            {"jsonrpc": "2.0", "id": 2, "method": "ping"},
+            {**auth, "MCP-Protocol-Version": LEGACY, "Mcp-Session-Id": sid},
+        )
         assert ok.json()["result"] == {}
         # A session id is not a credential: the bearer is still required on every request.
-        denied = host.post({"jsonrpc": "2.0", "id": 3, "method": "ping"}, {"MCP-Protocol-Version": LEGACY, "Mcp-Session-Id": sid})
+        denied = host.post(
+            {"jsonrpc": "2.0", "id": 3, "method": "ping"}, {"MCP-Protocol-Version": LEGACY, "Mcp-Session-Id": sid}
+        )
         assert denied.status_code == 401
     finally:
         host.close()

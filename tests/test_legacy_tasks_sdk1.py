@@ -31,12 +31,12 @@ import sys
 import threading
 import time
 from collections import defaultdict
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import httpx
 import pytest
-
 from harness import LEGACY, UNIT, Daemon, FixtureHttp, RawHost, read_jsonl, reply_of, stdio_server, wait_until
 from peers.venvs import peer_python
 
@@ -98,13 +98,17 @@ def run_sdk1(py: Path, target: list[str], script: list[dict[str, Any]], timeout:
         cmd = [str(py), str(HOST), *target[:i], "--script", json.dumps(script), *target[i:]]
     else:
         cmd = [str(py), str(HOST), *target, "--script", json.dumps(script)]
-    proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    proc = subprocess.Popen(
+        cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True
+    )
     try:
         out, err = proc.communicate(timeout=timeout * UNIT)
     except subprocess.TimeoutExpired:
         os.killpg(proc.pid, signal.SIGKILL)
         out, err = proc.communicate()
-        raise AssertionError(f"sdk1_host timed out after {timeout} s\nstdout:\n{out.decode()}\nstderr:\n{err.decode()[-4000:]}")
+        raise AssertionError(
+            f"sdk1_host timed out after {timeout} s\nstdout:\n{out.decode()}\nstderr:\n{err.decode()[-4000:]}"
+        )
     finally:
         try:  # the host and anything it spawned (the `mcpx serve` shim)
             os.killpg(proc.pid, signal.SIGKILL)
@@ -126,13 +130,25 @@ def sdk1_script(up: str) -> list[dict[str, Any]]:
     return [
         {"op": "list_tools"},  # 1
         {"op": "call", "name": f"{up}__echo", "args": {"text": "plain"}},  # 2
-        {"op": "call_task", "name": f"{up}__slow", "args": {"seconds": 0.6, "steps": 3}, "ttl": 8000, "progress": True},  # 3
+        {
+            "op": "call_task",
+            "name": f"{up}__slow",
+            "args": {"seconds": 0.6, "steps": 3},
+            "ttl": 8000,
+            "progress": True,
+        },  # 3
         {"op": "poll", "task": "$3"},  # 4
         {"op": "result", "task": "$3"},  # 5
         {"op": "call_task", "name": f"{up}__slow", "args": {"seconds": 0.5, "steps": 1}, "ttl": 8000},  # 6
         {"op": "result", "task": "$6"},  # 7: blocks until the task is terminal
         {"op": "list_tasks"},  # 8
-        {"op": "call_task", "name": f"{up}__slow", "args": {"seconds": 1.5, "steps": 15}, "ttl": 8000, "progress": True},  # 9
+        {
+            "op": "call_task",
+            "name": f"{up}__slow",
+            "args": {"seconds": 1.5, "steps": 15},
+            "ttl": 8000,
+            "progress": True,
+        },  # 9
         {"op": "sleep", "seconds": 0.45},  # 10: a few progress steps go by
         {"op": "cancel", "task": "$9"},  # 11
         {"op": "get", "task": "$9"},  # 12
@@ -145,7 +161,12 @@ def sdk1_script(up: str) -> list[dict[str, Any]]:
         {"op": "call_task", "name": f"{up}__fail", "ttl": 8000},  # 19
         {"op": "poll", "task": "$19"},  # 20
         {"op": "result", "task": "$19"},  # 21
-        {"op": "call_task", "name": f"{up}__protocol_error", "args": {"code": -32001, "message": "boom"}, "ttl": 8000},  # 22
+        {
+            "op": "call_task",
+            "name": f"{up}__protocol_error",
+            "args": {"code": -32001, "message": "boom"},
+            "ttl": 8000,
+        },  # 22
         {"op": "poll", "task": "$22"},  # 23
         {"op": "result", "task": "$22"},  # 24
         {"op": "get", "task": "no-such-task"},  # 25
@@ -160,7 +181,9 @@ def _tid(lines: list[dict[str, Any]], n: int) -> str:
     return line["task"]["taskId"]
 
 
-def _check_sdk1_script(up: str, lines: list[dict[str, Any]], upstream_events: Callable[[], list[dict[str, Any]]]) -> None:
+def _check_sdk1_script(
+    up: str, lines: list[dict[str, Any]], upstream_events: Callable[[], list[dict[str, Any]]]
+) -> None:
     connect = lines[0]
     assert connect["protocolVersion"] == LEGACY
     assert connect["capabilities"]["tasks"] == {"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}}
@@ -213,9 +236,15 @@ def _check_sdk1_script(up: str, lines: list[dict[str, Any]], upstream_events: Ca
     assert cancelled_result["error"]["data"]["_meta"][RELATED] == {"taskId": t9}
     again = lines[18]
     assert not again["ok"] and again["error"]["code"] == -32602, again
-    cancelled = wait_until(lambda: [e for e in upstream_events() if e.get("event") == "cancelled" and e.get("tool") == "slow"], 5, "the upstream to see the cancellation")
+    cancelled = wait_until(
+        lambda: [e for e in upstream_events() if e.get("event") == "cancelled" and e.get("tool") == "slow"],
+        5,
+        "the upstream to see the cancellation",
+    )
     assert len(cancelled) == 1, cancelled
-    assert not [e for e in upstream_events() if e.get("event") == "finished" and e.get("requestId") == cancelled[0]["requestId"]]
+    assert not [
+        e for e in upstream_events() if e.get("event") == "finished" and e.get("requestId") == cancelled[0]["requestId"]
+    ]
 
     # isError: failed, yet tasks/result is the CallToolResult (tasks.mdx:721,862-863).
     t19 = _tid(lines, 19)
@@ -280,14 +309,20 @@ def test_sdk1_host_meets_required_and_forbidden_tools(sdk1_python: Path, gateway
         ],
     )
     support = {t["name"]: t["execution"]["taskSupport"] for t in lines[1]["result"]["tools"]}
-    assert support["ov__slow"] == "required" and support["ov__echo"] == "forbidden" and support["ov__fail"] == "optional"
+    assert (
+        support["ov__slow"] == "required" and support["ov__echo"] == "forbidden" and support["ov__fail"] == "optional"
+    )
     assert not lines[2]["ok"] and lines[2]["error"]["code"] == -32601, lines[2]  # tasks.mdx:117, DIGEST L1
     assert not lines[3]["ok"] and lines[3]["error"]["code"] == -32601, lines[3]  # tasks.mdx:115
     assert lines[5]["ok"] and lines[5]["result"]["content"][0]["text"] == "slept 0.1", lines[5]
     assert lines[6]["ok"] and lines[6]["result"]["content"][0]["text"] == "x"
     # Neither refused call reached the upstream.
     events = read_jsonl(gateway.logs["ov"])[skip:]
-    calls = [e["msg"]["params"].get("name") for e in events if e.get("event") == "recv" and e["msg"].get("method") == "tools/call"]
+    calls = [
+        e["msg"]["params"].get("name")
+        for e in events
+        if e.get("event") == "recv" and e["msg"].get("method") == "tools/call"
+    ]
     assert calls == ["slow", "echo"], calls
 
 
@@ -300,7 +335,9 @@ def rpc(host: RawHost, method: str, params: dict[str, Any] | None = None) -> dic
     return reply_of(resp)
 
 
-def legacy_session(raw_host: Callable[[str], RawHost], url: str, version: str = LEGACY) -> tuple[RawHost, dict[str, Any]]:
+def legacy_session(
+    raw_host: Callable[[str], RawHost], url: str, version: str = LEGACY
+) -> tuple[RawHost, dict[str, Any]]:
     host = raw_host(url)
     init = host.initialize(version)
     return host, init
@@ -401,7 +438,9 @@ def test_task_support_overrides_on_2025_11_25(gateway: Gateway, raw_host: Any) -
     assert forbidden["error"]["code"] == -32601, forbidden  # tasks.mdx:115
     ok = create_task(host, "ov__slow", {"seconds": 0.05, "steps": 1})
     assert rpc(host, "tasks/result", {"taskId": ok["taskId"]})["result"]["isError"] is False
-    assert rpc(host, "tools/call", {"name": "ov__echo", "arguments": {"text": "x"}})["result"]["content"][0]["text"] == "x"
+    assert (
+        rpc(host, "tools/call", {"name": "ov__echo", "arguments": {"text": "x"}})["result"]["content"][0]["text"] == "x"
+    )
 
 
 def test_requested_ttl_is_capped_at_max_ttl(gateway: Gateway, raw_host: Any) -> None:

@@ -9,7 +9,6 @@ from typing import Any
 
 import httpx
 import pytest
-
 from harness import MODERN, RawHost, modern_meta, read_jsonl, stdio_server, wait_until
 
 EXT = {"io.modelcontextprotocol/clientCapabilities": {"extensions": {"io.modelcontextprotocol/tasks": {}}}}
@@ -17,7 +16,16 @@ EXT = {"io.modelcontextprotocol/clientCapabilities": {"extensions": {"io.modelco
 
 @pytest.fixture
 def daemon(start_daemon: Any, tmp_path: Path) -> Any:
-    return start_daemon({"mcpServers": {"fx": stdio_server(tmp_path, tools={"fail": {"taskSupport": "required"}, "whoami": {"taskSupport": "forbidden"}})}, "tasks": {"taskAfterMs": 200}})
+    return start_daemon(
+        {
+            "mcpServers": {
+                "fx": stdio_server(
+                    tmp_path, tools={"fail": {"taskSupport": "required"}, "whoami": {"taskSupport": "forbidden"}}
+                )
+            },
+            "tasks": {"taskAfterMs": 200},
+        }
+    )
 
 
 def _get(host: RawHost, tid: str, meta: dict[str, Any] | None = EXT) -> httpx.Response:
@@ -28,12 +36,17 @@ def test_fast_call_answers_inline_and_slow_call_becomes_a_task(daemon: Any, raw_
     host = raw_host(daemon.url)
     fast = host.modern("tools/call", {"name": "fx__echo", "arguments": {"text": "now"}}, meta=EXT).json()["result"]
     assert fast["resultType"] == "complete" and fast["content"][0]["text"] == "now"
-    handle = host.modern("tools/call", {"name": "fx__slow", "arguments": {"seconds": 1, "steps": 2}, "task": {"ttl": 5}}, meta=EXT).json()["result"]
+    handle = host.modern(
+        "tools/call", {"name": "fx__slow", "arguments": {"seconds": 1, "steps": 2}, "task": {"ttl": 5}}, meta=EXT
+    ).json()["result"]
     assert handle["resultType"] == "task" and handle["status"] == "working" and "task" not in handle
     assert handle["ttlMs"] > 5  # params.task is ignored in 2026
     first = _get(host, handle["taskId"]).json()["result"]  # durable: readable at once
     assert first["status"] in ("working", "completed") and first["resultType"] == "complete"
-    done = wait_until(lambda: (r := _get(host, handle["taskId"]).json()["result"])["status"] == "completed" and r, what="task completion")
+    done = wait_until(
+        lambda: (r := _get(host, handle["taskId"]).json()["result"])["status"] == "completed" and r,
+        what="task completion",
+    )
     assert done["result"]["content"][0]["text"] == "slept 1" and done["result"]["resultType"] == "complete"
 
 
@@ -44,7 +57,9 @@ def test_client_without_the_extension_never_gets_a_task(daemon: Any, raw_host: A
     required = host.modern("tools/call", {"name": "fx__fail", "arguments": {}})
     assert required.status_code == 400
     err = required.json()["error"]
-    assert err["code"] == -32021 and err["data"]["requiredCapabilities"] == {"extensions": {"io.modelcontextprotocol/tasks": {}}}
+    assert err["code"] == -32021 and err["data"]["requiredCapabilities"] == {
+        "extensions": {"io.modelcontextprotocol/tasks": {}}
+    }
 
 
 def test_task_methods_need_the_extension_and_a_matching_mcp_name(daemon: Any, raw_host: Any) -> None:
@@ -81,18 +96,30 @@ def test_unknown_task_is_invalid_params(daemon: Any, raw_host: Any) -> None:
 
 def test_cancel_is_acked_stops_the_upstream_and_is_idempotent(daemon: Any, raw_host: Any, tmp_path: Path) -> None:
     host = raw_host(daemon.url)
-    tid = host.modern("tools/call", {"name": "fx__slow", "arguments": {"seconds": 30, "steps": 30}}, meta=EXT).json()["result"]["taskId"]
+    tid = host.modern("tools/call", {"name": "fx__slow", "arguments": {"seconds": 30, "steps": 30}}, meta=EXT).json()[
+        "result"
+    ]["taskId"]
     for _ in range(2):  # the second cancel hits a terminal task: still an ack, not an error
         ack = host.modern("tasks/cancel", {"taskId": tid}, meta=EXT, headers={"Mcp-Name": tid}).json()["result"]
         assert ack["resultType"] == "complete" and set(ack) <= {"resultType", "_meta"}
     assert _get(host, tid).json()["result"]["status"] == "cancelled"
-    wait_until(lambda: [e for e in read_jsonl(tmp_path / "fixture.log.jsonl") if e.get("event") == "cancelled"], what="upstream saw the cancel")
+    wait_until(
+        lambda: [e for e in read_jsonl(tmp_path / "fixture.log.jsonl") if e.get("event") == "cancelled"],
+        what="upstream saw the cancel",
+    )
 
 
 def test_update_is_acked_and_unknown_keys_are_ignored(daemon: Any, raw_host: Any) -> None:
     host = raw_host(daemon.url)
-    tid = host.modern("tools/call", {"name": "fx__slow", "arguments": {"seconds": 2, "steps": 2}}, meta=EXT).json()["result"]["taskId"]
-    ack = host.modern("tasks/update", {"taskId": tid, "inputResponses": {"nope": {"action": "accept", "content": {}}}}, meta=EXT, headers={"Mcp-Name": tid})
+    tid = host.modern("tools/call", {"name": "fx__slow", "arguments": {"seconds": 2, "steps": 2}}, meta=EXT).json()[
+        "result"
+    ]["taskId"]
+    ack = host.modern(
+        "tasks/update",
+        {"taskId": tid, "inputResponses": {"nope": {"action": "accept", "content": {}}}},
+        meta=EXT,
+        headers={"Mcp-Name": tid},
+    )
     assert ack.status_code == 200 and ack.json()["result"]["resultType"] == "complete"
     assert _get(host, tid).json()["result"]["status"] == "working"
 
@@ -100,17 +127,34 @@ def test_update_is_acked_and_unknown_keys_are_ignored(daemon: Any, raw_host: Any
 def test_host_that_disconnects_collects_the_result_from_a_new_connection(daemon: Any) -> None:
     """The point of tasks: the HTTP connection that made the call is gone; the work is not."""
     with RawHost(daemon.url) as first:
-        tid = first.modern("tools/call", {"name": "fx__slow", "arguments": {"seconds": 1.5, "steps": 3}}, meta=EXT).json()["result"]["taskId"]
+        tid = first.modern(
+            "tools/call", {"name": "fx__slow", "arguments": {"seconds": 1.5, "steps": 3}}, meta=EXT
+        ).json()["result"]["taskId"]
     with RawHost(daemon.url) as second:
-        done = wait_until(lambda: (r := _get(second, tid).json()["result"])["status"] == "completed" and r, what="completion seen from a new connection")
+        done = wait_until(
+            lambda: (r := _get(second, tid).json()["result"])["status"] == "completed" and r,
+            what="completion seen from a new connection",
+        )
     assert done["result"]["content"][0]["text"] == "slept 1.5"
 
 
 def test_listen_with_task_ids_pushes_the_state_at_once_and_on_change(daemon: Any, raw_host: Any) -> None:
     host = raw_host(daemon.url)
-    tid = host.modern("tools/call", {"name": "fx__slow", "arguments": {"seconds": 1, "steps": 2}}, meta=EXT).json()["result"]["taskId"]
-    body = {"jsonrpc": "2.0", "id": 41, "method": "subscriptions/listen", "params": {"_meta": {**modern_meta(), **EXT}, "notifications": {"taskIds": [tid]}}}
-    headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream", "MCP-Protocol-Version": MODERN, "Mcp-Method": "subscriptions/listen"}
+    tid = host.modern("tools/call", {"name": "fx__slow", "arguments": {"seconds": 1, "steps": 2}}, meta=EXT).json()[
+        "result"
+    ]["taskId"]
+    body = {
+        "jsonrpc": "2.0",
+        "id": 41,
+        "method": "subscriptions/listen",
+        "params": {"_meta": {**modern_meta(), **EXT}, "notifications": {"taskIds": [tid]}},
+    }
+    headers = {
+        "Content-Type": "application/json",
+        "Accept": "application/json, text/event-stream",
+        "MCP-Protocol-Version": MODERN,
+        "Mcp-Method": "subscriptions/listen",
+    }
     seen: list[dict[str, Any]] = []
     with httpx.Client(timeout=10) as c, c.stream("POST", daemon.url, content=json.dumps(body), headers=headers) as resp:
         assert resp.headers["content-type"].startswith("text/event-stream")
@@ -120,7 +164,10 @@ def test_listen_with_task_ids_pushes_the_state_at_once_and_on_change(daemon: Any
                 if seen[-1].get("params", {}).get("status") == "completed":
                     break
     assert seen[0]["method"] == "notifications/subscriptions/acknowledged"
-    assert seen[0]["params"]["notifications"]["taskIds"] == [tid] and seen[0]["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"] == 41
+    assert (
+        seen[0]["params"]["notifications"]["taskIds"] == [tid]
+        and seen[0]["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"] == 41
+    )
     states = [f["params"] for f in seen[1:]]
     assert all(f["method"] == "notifications/tasks" for f in seen[1:])
     assert states[0]["status"] == "working" and states[-1]["status"] == "completed"
@@ -140,8 +187,23 @@ def test_legacy_session_never_sees_the_extension(daemon: Any, raw_host: Any) -> 
 
 
 def test_cancelling_the_stream_before_the_task_decision_cancels_upstream(daemon: Any, tmp_path: Path) -> None:
-    body = {"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": "fx__slow", "arguments": {"seconds": 30, "steps": 300}, "_meta": {**modern_meta(progressToken="p"), **EXT}}}
-    headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream", "MCP-Protocol-Version": MODERN, "Mcp-Method": "tools/call", "Mcp-Name": "fx__slow"}
+    body = {
+        "jsonrpc": "2.0",
+        "id": 7,
+        "method": "tools/call",
+        "params": {
+            "name": "fx__slow",
+            "arguments": {"seconds": 30, "steps": 300},
+            "_meta": {**modern_meta(progressToken="p"), **EXT},
+        },
+    }
+    headers = {
+        "Content-Type": "application/json",
+        "Accept": "application/json, text/event-stream",
+        "MCP-Protocol-Version": MODERN,
+        "Mcp-Method": "tools/call",
+        "Mcp-Name": "fx__slow",
+    }
     box: dict[str, Any] = {}
 
     def go() -> None:
@@ -154,5 +216,8 @@ def test_cancelling_the_stream_before_the_task_decision_cancels_upstream(daemon:
     t = threading.Thread(target=go)
     t.start()
     t.join(5)
-    wait_until(lambda: [e for e in read_jsonl(tmp_path / "fixture.log.jsonl") if e.get("event") == "cancelled"], what="upstream cancel")
+    wait_until(
+        lambda: [e for e in read_jsonl(tmp_path / "fixture.log.jsonl") if e.get("event") == "cancelled"],
+        what="upstream cancel",
+    )
     assert "err" in box  # the host gave up before any handle existed

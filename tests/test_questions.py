@@ -9,12 +9,10 @@ from __future__ import annotations
 import json
 import sys
 import threading
-from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
-
 from harness import ROOT, RawHost, wait_until
 
 SERVER = ROOT / "tests" / "conformance" / "server.py"
@@ -23,7 +21,16 @@ ANSWER = {"action": "accept", "content": {"username": "ada", "email": "ada@examp
 
 def _config(legacy_only: bool) -> dict[str, Any]:
     args = [str(SERVER), "stdio"] + (["--legacy-only"] if legacy_only else [])
-    return {"mcpServers": {"up": {"command": sys.executable, "args": args, "mcpx": {"passthrough": True, "tools": {"confirm_delete": {"taskSupport": "optional"}}}}}, "tasks": {"taskAfterMs": 200}}
+    return {
+        "mcpServers": {
+            "up": {
+                "command": sys.executable,
+                "args": args,
+                "mcpx": {"passthrough": True, "tools": {"confirm_delete": {"taskSupport": "optional"}}},
+            }
+        },
+        "tasks": {"taskAfterMs": 200},
+    }
 
 
 @pytest.fixture(params=[True, False], ids=["upstream-2025", "upstream-2026"])
@@ -33,10 +40,16 @@ def daemon(request: Any, start_daemon: Any) -> Any:
     return d
 
 
-def _legacy_call_answering(host: RawHost, name: str, args: dict[str, Any], answer: dict[str, Any]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+def _legacy_call_answering(
+    host: RawHost, name: str, args: dict[str, Any], answer: dict[str, Any]
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """POST a tools/call on a 2025 session, answer every server request on its SSE stream."""
     body = {"jsonrpc": "2.0", "id": 900, "method": "tools/call", "params": {"name": name, "arguments": args}}
-    headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream", **host._legacy_headers()}
+    headers = {
+        "Content-Type": "application/json",
+        "Accept": "application/json, text/event-stream",
+        **host._legacy_headers(),
+    }
     asked: list[dict[str, Any]] = []
     with httpx.Client(timeout=30) as c, c.stream("POST", host.url, content=json.dumps(body), headers=headers) as resp:
         for line in resp.iter_lines():
@@ -70,22 +83,33 @@ def test_question_a_host_cannot_be_asked_waits_for_an_operator(daemon: Any, raw_
     def call() -> None:
         with RawHost(daemon.url) as h:
             h.session_id, h.revision = host.session_id, host.revision
-            box["frame"] = h.legacy("tools/call", {"name": "test_elicitation", "arguments": {"message": "Deploy?"}}).json()
+            box["frame"] = h.legacy(
+                "tools/call", {"name": "test_elicitation", "arguments": {"message": "Deploy?"}}
+            ).json()
 
     t = threading.Thread(target=call)
     t.start()
-    api = httpx.Client(base_url=f"http://127.0.0.1:{daemon.port}", headers={"Authorization": f"Bearer {daemon.token}"}, timeout=10)
+    api = httpx.Client(
+        base_url=f"http://127.0.0.1:{daemon.port}", headers={"Authorization": f"Bearer {daemon.token}"}, timeout=10
+    )
     try:
         [q] = wait_until(lambda: api.get("/v1/questions").json()["open"], what="open question")
         assert q["kind"] == "elicitation" and q["upstream"] == "up" and q["params"]["message"] == "Deploy?"
-        assert api.post(f"/v1/questions/{q['id']}/answer", json={"answer": ANSWER, "by": "olga"}).json() == {"taken": True}
+        assert api.post(f"/v1/questions/{q['id']}/answer", json={"answer": ANSWER, "by": "olga"}).json() == {
+            "taken": True
+        }
         again = api.post(f"/v1/questions/{q['id']}/answer", json={"answer": {"action": "decline"}, "by": "late"})
         assert again.status_code == 404  # first answer wins; the question is closed
         t.join(15)
         assert "ada@example.com" in box["frame"]["result"]["content"][0]["text"]
         history = api.get("/v1/questions", params={"all": 1}).json()["history"]
         assert history[0]["answered_by"] == "operator:olga" and history[0]["status"] == "answered"
-        assert api.post("/v1/questions/x/answer", json={"answer": {}}, headers={"Authorization": "Bearer wrong"}).status_code == 401
+        assert (
+            api.post(
+                "/v1/questions/x/answer", json={"answer": {}}, headers={"Authorization": "Bearer wrong"}
+            ).status_code
+            == 401
+        )
     finally:
         api.close()
 
@@ -93,22 +117,58 @@ def test_question_a_host_cannot_be_asked_waits_for_an_operator(daemon: Any, raw_
 def test_2026_host_answers_by_mrtr_retry_and_the_same_upstream_work_resumes(daemon: Any, raw_host: Any) -> None:
     host = raw_host(daemon.url)
     meta = {"io.modelcontextprotocol/clientCapabilities": {"elicitation": {}}}
-    first = host.modern("tools/call", {"name": "test_elicitation", "arguments": {"message": "Name?"}}, meta=meta).json()["result"]
+    first = host.modern(
+        "tools/call", {"name": "test_elicitation", "arguments": {"message": "Name?"}}, meta=meta
+    ).json()["result"]
     assert first["resultType"] == "input_required"
     [(key, request)] = first["inputRequests"].items()
     assert request["method"] == "elicitation/create" and request["params"]["message"] == "Name?"
-    tampered = host.modern("tools/call", {"name": "test_elicitation", "arguments": {"message": "Name?"}, "inputResponses": {key: ANSWER}, "requestState": first["requestState"] + "x"}, meta=meta).json()
+    tampered = host.modern(
+        "tools/call",
+        {
+            "name": "test_elicitation",
+            "arguments": {"message": "Name?"},
+            "inputResponses": {key: ANSWER},
+            "requestState": first["requestState"] + "x",
+        },
+        meta=meta,
+    ).json()
     assert tampered["error"]["code"] == -32602
-    other_args = host.modern("tools/call", {"name": "test_elicitation", "arguments": {"message": "Other?"}, "inputResponses": {key: ANSWER}, "requestState": first["requestState"]}, meta=meta).json()
+    other_args = host.modern(
+        "tools/call",
+        {
+            "name": "test_elicitation",
+            "arguments": {"message": "Other?"},
+            "inputResponses": {key: ANSWER},
+            "requestState": first["requestState"],
+        },
+        meta=meta,
+    ).json()
     assert other_args["error"]["code"] == -32602  # the state is bound to the call it was issued for
-    done = host.modern("tools/call", {"name": "test_elicitation", "arguments": {"message": "Name?"}, "inputResponses": {key: ANSWER}, "requestState": first["requestState"]}, meta=meta).json()["result"]
+    done = host.modern(
+        "tools/call",
+        {
+            "name": "test_elicitation",
+            "arguments": {"message": "Name?"},
+            "inputResponses": {key: ANSWER},
+            "requestState": first["requestState"],
+        },
+        meta=meta,
+    ).json()["result"]
     assert done["resultType"] == "complete" and "ada@example.com" in done["content"][0]["text"]
 
 
 def test_question_inside_a_2026_task_is_an_input_request_answered_by_update(daemon: Any, raw_host: Any) -> None:
     host = raw_host(daemon.url)
-    meta = {"io.modelcontextprotocol/clientCapabilities": {"elicitation": {}, "extensions": {"io.modelcontextprotocol/tasks": {}}}}
-    handle = host.modern("tools/call", {"name": "confirm_delete", "arguments": {"filename": "a.txt"}}, meta=meta).json()["result"]
+    meta = {
+        "io.modelcontextprotocol/clientCapabilities": {
+            "elicitation": {},
+            "extensions": {"io.modelcontextprotocol/tasks": {}},
+        }
+    }
+    handle = host.modern(
+        "tools/call", {"name": "confirm_delete", "arguments": {"filename": "a.txt"}}, meta=meta
+    ).json()["result"]
     assert handle["resultType"] == "task"
     tid = handle["taskId"]
 
@@ -118,7 +178,12 @@ def test_question_inside_a_2026_task_is_an_input_request_answered_by_update(daem
     asked = wait_until(lambda: (r := get())["status"] == "input_required" and r, what="input_required")
     [(key, request)] = asked["inputRequests"].items()
     assert request["method"] == "elicitation/create"
-    ack = host.modern("tasks/update", {"taskId": tid, "inputResponses": {key: {"action": "accept", "content": {"confirm": True}}}}, meta=meta, headers={"Mcp-Name": tid})
+    ack = host.modern(
+        "tasks/update",
+        {"taskId": tid, "inputResponses": {key: {"action": "accept", "content": {"confirm": True}}}},
+        meta=meta,
+        headers={"Mcp-Name": tid},
+    )
     assert ack.json()["result"]["resultType"] == "complete"
     done = wait_until(lambda: (r := get())["status"] == "completed" and r, what="completion")
     assert done["result"]["content"][0]["text"] == "Deleted a.txt"

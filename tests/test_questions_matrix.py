@@ -44,13 +44,13 @@ import signal
 import subprocess
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import httpx
 import pytest
-
 from harness import MODERN, UNIT, Daemon, read_jsonl, wait_until
 from peers.venvs import peer_python
 
@@ -69,8 +69,16 @@ def _route(up: str, host: str) -> str:
     if up == "fx" and host == "fastmcp":
         return "upstream extension task input_required -> mcpx task inputRequests -> tasks/update, twice"
     if UPSTREAM_ERA[up] == "modern":
-        return "mcpx asks the 2025 host on the call's stream, retries upstream" if legacy_host else "2026 MRTR passthrough, mcpx-signed requestState"
-    return "server request relayed on the call's stream" if legacy_host else "parked upstream call, host answers by MRTR retry"
+        return (
+            "mcpx asks the 2025 host on the call's stream, retries upstream"
+            if legacy_host
+            else "2026 MRTR passthrough, mcpx-signed requestState"
+        )
+    return (
+        "server request relayed on the call's stream"
+        if legacy_host
+        else "parked upstream call, host answers by MRTR retry"
+    )
 
 
 ROUTE = {(up, host): _route(up, host) for up in UPSTREAMS for host in HOSTS}
@@ -111,7 +119,14 @@ class HostRun:
 
     def __post_init__(self) -> None:
         self.started = time.monotonic()
-        self.proc = subprocess.Popen(self.cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+        self.proc = subprocess.Popen(
+            self.cmd,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            start_new_session=True,
+        )
 
     def lines(self) -> list[dict[str, Any]]:
         try:
@@ -119,14 +134,18 @@ class HostRun:
         except subprocess.TimeoutExpired:
             _kill_group(self.proc)
             out, err = self.proc.communicate()
-            raise AssertionError(f"host did not finish within {self.timeout * UNIT} s\nstdout:\n{out}\nstderr:\n{err[-3000:]}") from None
+            raise AssertionError(
+                f"host did not finish within {self.timeout * UNIT} s\nstdout:\n{out}\nstderr:\n{err[-3000:]}"
+            ) from None
         finally:
             if self.proc.poll() is None:
                 _kill_group(self.proc)
         self.elapsed = time.monotonic() - self.started
         assert self.proc.returncode == 0, f"host exited {self.proc.returncode}\nstdout:\n{out}\nstderr:\n{err[-3000:]}"
         lines = [json.loads(line) for line in out.splitlines() if line.strip()]
-        assert len(lines) == 1 + self.steps and lines[0]["ok"], f"expected {1 + self.steps} lines\nstdout:\n{out}\nstderr:\n{err[-3000:]}"
+        assert len(lines) == 1 + self.steps and lines[0]["ok"], (
+            f"expected {1 + self.steps} lines\nstdout:\n{out}\nstderr:\n{err[-3000:]}"
+        )
         return lines[1:]
 
 
@@ -139,10 +158,18 @@ class Gateway:
     batches: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
 
     def events(self, up: str, event: str, message: str) -> list[dict[str, Any]]:
-        return [e for e in read_jsonl(self.tmp / f"{up}.events.jsonl") if e["event"] == event and e.get("message") == message]
+        return [
+            e
+            for e in read_jsonl(self.tmp / f"{up}.events.jsonl")
+            if e["event"] == event and e.get("message") == message
+        ]
 
     def api(self) -> httpx.Client:
-        return httpx.Client(base_url=f"http://127.0.0.1:{self.daemon.port}", headers={"Authorization": f"Bearer {self.daemon.token}"}, timeout=10)
+        return httpx.Client(
+            base_url=f"http://127.0.0.1:{self.daemon.port}",
+            headers={"Authorization": f"Bearer {self.daemon.token}"},
+            timeout=10,
+        )
 
     def host(self, kind: str, steps: list[dict[str, Any]], *extra: str, timeout: float = 90) -> HostRun:
         url = self.daemon.url
@@ -164,11 +191,27 @@ def _start_fx(py: Path, tmp: Path) -> tuple[subprocess.Popen[bytes], str]:
     ready = tmp / "fx.port"
     with open(tmp / "fx.stderr", "wb") as err:
         proc = subprocess.Popen(
-            [str(py), str(PEERS / "q_fastmcp_upstream.py"), "http", "--port", "0", "--ready-file", str(ready), "--events", str(tmp / "fx.events.jsonl")],
-            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err,
+            [
+                str(py),
+                str(PEERS / "q_fastmcp_upstream.py"),
+                "http",
+                "--port",
+                "0",
+                "--ready-file",
+                str(ready),
+                "--events",
+                str(tmp / "fx.events.jsonl"),
+            ],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=err,
         )
     try:
-        port = wait_until(lambda: proc.poll() is None and ready.exists() and ready.read_text().strip(), 60, "FastMCP upstream on its port")
+        port = wait_until(
+            lambda: proc.poll() is None and ready.exists() and ready.read_text().strip(),
+            60,
+            "FastMCP upstream on its port",
+        )
     except BaseException:
         proc.kill()
         proc.wait()
@@ -188,8 +231,14 @@ def gw(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Gateway]:
         config = {
             "mcpServers": {
                 "q2": {"command": sdk2[0], "args": [*sdk2[1:], "--events", str(tmp / "q2.events.jsonl")]},
-                "q2l": {"command": sdk2[0], "args": [*sdk2[1:], "--legacy-only", "--events", str(tmp / "q2l.events.jsonl")]},
-                "q1": {"command": str(py["mcp-1.30"]), "args": [str(PEERS / "q_sdk1_upstream.py"), "stdio", "--events", str(tmp / "q1.events.jsonl")]},
+                "q2l": {
+                    "command": sdk2[0],
+                    "args": [*sdk2[1:], "--legacy-only", "--events", str(tmp / "q2l.events.jsonl")],
+                },
+                "q1": {
+                    "command": str(py["mcp-1.30"]),
+                    "args": [str(PEERS / "q_sdk1_upstream.py"), "stdio", "--events", str(tmp / "q1.events.jsonl")],
+                },
                 "fx": {"url": fx_url},
             },
             # A declaring 2026 host's call becomes a task after 300 ms; hosts poll tasks every 100 ms.
@@ -243,7 +292,9 @@ class Operator:
                     message = q["params"].get("message")
                     if message in self.answers and message not in self.questions:
                         self.questions[message] = q
-                        reply = api.post(f"/v1/questions/{q['id']}/answer", json={"answer": self.answers[message], "by": self.by})
+                        reply = api.post(
+                            f"/v1/questions/{q['id']}/answer", json={"answer": self.answers[message], "by": self.by}
+                        )
                         self.taken[message] = reply.json()
                 time.sleep(0.05)
 
@@ -257,7 +308,9 @@ def asked_messages(line: dict[str, Any]) -> list[str]:
     return [a["params"]["message"] if "params" in a else a["message"] for a in line.get("asked", [])]
 
 
-def assert_upstream_got_exactly(gw: Gateway, up: str, line: dict[str, Any], message: str, answer: dict[str, Any]) -> None:
+def assert_upstream_got_exactly(
+    gw: Gateway, up: str, line: dict[str, Any], message: str, answer: dict[str, Any]
+) -> None:
     """The tool's result and the upstream's own log both show exactly `answer`; a 2025 upstream's
     call started once (a parked or relayed call is resumed, never started again)."""
     assert line["ok"], line
@@ -287,7 +340,13 @@ def _cell_steps(host: str) -> list[tuple[tuple[str, str, str], dict[str, Any]]]:
             continue
         actions = ["accept"] + (["decline"] if (up, host) in DECLINES else [])
         for action in actions:
-            step = {"op": "call", "name": f"{up}__ask", "args": {"message": _message(up, host, action)}, "answer": _answer(host, up, n, action), "timeout": 30}
+            step = {
+                "op": "call",
+                "name": f"{up}__ask",
+                "args": {"message": _message(up, host, action)},
+                "answer": _answer(host, up, n, action),
+                "timeout": 30,
+            }
             steps.append(((up, host, action), step))
     return steps
 
@@ -304,7 +363,10 @@ def _batch(gw: Gateway, host: str) -> dict[str, dict[str, Any]]:
 
 
 def _params(cells: list[tuple[str, str]]) -> list[Any]:
-    return [pytest.param(up, host, id=f"{up}-{host}", marks=[BUGGY[(up, host)]] if (up, host) in BUGGY else []) for up, host in cells]
+    return [
+        pytest.param(up, host, id=f"{up}-{host}", marks=[BUGGY[(up, host)]] if (up, host) in BUGGY else [])
+        for up, host in cells
+    ]
 
 
 @pytest.mark.parametrize("up,host", _params(CELLS))
@@ -312,7 +374,19 @@ def test_upstream_gets_exactly_the_hosts_answer(gw: Gateway, up: str, host: str)
     n = UPSTREAMS.index(up)
     if (up, host) in BUGGY:
         message = _message(up, host)
-        run = gw.host(host, [{"op": "call", "name": f"{up}__ask", "args": {"message": message}, "answer": _answer(host, up, n), "timeout": 6}], timeout=60)
+        run = gw.host(
+            host,
+            [
+                {
+                    "op": "call",
+                    "name": f"{up}__ask",
+                    "args": {"message": message},
+                    "answer": _answer(host, up, n),
+                    "timeout": 6,
+                }
+            ],
+            timeout=60,
+        )
         [line] = run.lines()
         assert asked_messages(line) == [message], line
         assert_upstream_got_exactly(gw, up, line, message, _answer(host, up, n))
@@ -326,7 +400,9 @@ def test_upstream_gets_exactly_the_hosts_answer(gw: Gateway, up: str, host: str)
         if host == "fastmcp":
             in_task = line["asked"][0]["requestId"].startswith("task-")
             assert in_task == (up == "fx"), line  # only fx (an upstream task) makes a task here
-            assert line["kind"] == ("task" if up == "fx" else "inline") and line["mrtrRounds"] == (0 if up == "fx" else 1), line
+            assert line["kind"] == ("task" if up == "fx" else "inline") and line["mrtrRounds"] == (
+                0 if up == "fx" else 1
+            ), line
         elif host == "sdk2-2026":
             assert line["result"].get("resultType") == "complete", line
         else:
@@ -339,13 +415,22 @@ def test_question_inside_a_2026_task_is_answered_by_tasks_update(gw: Gateway) ->
     300 ms), the question one of its inputRequests, answered by the host's tasks/update; for fx the
     upstream's own extension task asks, and mcpx answers it with tasks/update upstream."""
     cells = [(up, _message(up, "fastmcp-task"), _answer("fastmcp-task", up, n)) for n, up in enumerate(UPSTREAMS)]
-    run = gw.host("fastmcp", [{"op": "call", "name": f"{up}__ask", "args": {"message": m, "delay": 1.0}, "answer": a, "timeout": 30} for up, m, a in cells])
+    run = gw.host(
+        "fastmcp",
+        [
+            {"op": "call", "name": f"{up}__ask", "args": {"message": m, "delay": 1.0}, "answer": a, "timeout": 30}
+            for up, m, a in cells
+        ],
+    )
     lines = run.lines()
     gw.timings["2026 tasks (fastmcp host, 4 calls)"] = run.elapsed
     for (up, message, answer), line in zip(cells, lines):
         assert line.get("kind") == "task" and line["mrtrRounds"] == 0, (up, line)
         [asked] = line["asked"]
-        assert asked["params"]["message"] == message and asked["requestId"].startswith(f"task-{line['taskId']}-"), (up, line)
+        assert asked["params"]["message"] == message and asked["requestId"].startswith(f"task-{line['taskId']}-"), (
+            up,
+            line,
+        )
         assert_upstream_got_exactly(gw, up, line, message, answer)
 
 
@@ -353,7 +438,13 @@ def test_question_inside_a_2025_task_arrives_on_the_tasks_result_stream(gw: Gate
     """SDK 1.30 host, call_tool_as_task then tasks/result: the question reaches its elicitation
     callback on that stream, tagged with the related task; fx runs as an upstream extension task."""
     cells = [(up, _message(up, "sdk1-task"), _answer("sdk1-task", up, n)) for n, up in enumerate(UPSTREAMS)]
-    run = gw.host("sdk1", [{"op": "call_task", "name": f"{up}__ask", "args": {"message": m}, "answer": a, "timeout": 30} for up, m, a in cells])
+    run = gw.host(
+        "sdk1",
+        [
+            {"op": "call_task", "name": f"{up}__ask", "args": {"message": m}, "answer": a, "timeout": 30}
+            for up, m, a in cells
+        ],
+    )
     lines = run.lines()
     gw.timings["2025 tasks (sdk1 host, 4 calls)"] = run.elapsed
     for (up, message, answer), line in zip(cells, lines):
@@ -370,7 +461,11 @@ def test_operator_answers_for_a_2025_host_without_elicitation(gw: Gateway) -> No
     cells = [(up, _message(up, "operator"), _answer("operator", up, n)) for n, up in enumerate(UPSTREAMS)]
     operator = Operator(gw, {m: a for _, m, a in cells})
     try:
-        run = gw.host("sdk1", [{"op": "call", "name": f"{up}__ask", "args": {"message": m}, "timeout": 30} for up, m, _ in cells], "--no-elicitation")
+        run = gw.host(
+            "sdk1",
+            [{"op": "call", "name": f"{up}__ask", "args": {"message": m}, "timeout": 30} for up, m, _ in cells],
+            "--no-elicitation",
+        )
         lines = run.lines()
     finally:
         operator.join()
@@ -383,12 +478,23 @@ def test_operator_answers_for_a_2025_host_without_elicitation(gw: Gateway) -> No
             q = operator.questions[message]
             assert q["upstream"] == up and q["kind"] == "elicitation" and operator.taken[message] == {"taken": True}, q
             row = history[q["id"]]
-            assert row["status"] == "answered" and row["answered_by"] == "operator:olga" and row["answer"] == answer, row
+            assert row["status"] == "answered" and row["answered_by"] == "operator:olga" and row["answer"] == answer, (
+                row
+            )
             late = api.post(f"/v1/questions/{q['id']}/answer", json={"answer": {"action": "decline"}, "by": "late"})
             assert late.status_code == 404, late.text  # first answer wins; the question is closed
 
 
-@pytest.mark.parametrize("ups", [pytest.param(("q1", "q2l"), id="q1+q2l"), pytest.param(("fx",), id="fx-upstream-task", )])
+@pytest.mark.parametrize(
+    "ups",
+    [
+        pytest.param(("q1", "q2l"), id="q1+q2l"),
+        pytest.param(
+            ("fx",),
+            id="fx-upstream-task",
+        ),
+    ],
+)
 def test_operator_answers_a_question_inside_a_2026_task(gw: Gateway, ups: tuple[str, ...]) -> None:
     """A FastMCP host with no elicitation handler only watches its tasks (tasks/get, never
     tasks/update); the operator answers the question each task is waiting on. (q2 is not here: it
@@ -397,7 +503,16 @@ def test_operator_answers_a_question_inside_a_2026_task(gw: Gateway, ups: tuple[
     operator = Operator(gw, {m: a for _, m, a in cells})
     try:
         wait = 5 if ups == ("fx",) else 10  # fx's task would be answered within 2 s if it could be
-        steps = [{"op": "call_wait", "name": f"{up}__ask", "args": {"message": m, "delay": 1.0}, "timeout": wait, "cancel": True} for up, m, _ in cells]
+        steps = [
+            {
+                "op": "call_wait",
+                "name": f"{up}__ask",
+                "args": {"message": m, "delay": 1.0},
+                "timeout": wait,
+                "cancel": True,
+            }
+            for up, m, _ in cells
+        ]
         run = gw.host("fastmcp", steps, "--no-elicitation")
         lines = run.lines()
     finally:
@@ -416,7 +531,12 @@ def test_2026_host_without_elicitation_gets_missing_capability_from_a_2025_upstr
     ask it (DIGEST 3.5): the host's call fails with -32021 naming the capability (FIXTURES
     test_missing_capability), and the held upstream call is dropped."""
     message = _message(up, "sdk2-2026-undeclared")
-    run = gw.host("sdk2-2026", [{"op": "call", "name": f"{up}__ask", "args": {"message": message}, "timeout": 20}], "--no-elicitation", timeout=60)
+    run = gw.host(
+        "sdk2-2026",
+        [{"op": "call", "name": f"{up}__ask", "args": {"message": message}, "timeout": 20}],
+        "--no-elicitation",
+        timeout=60,
+    )
     [line] = run.lines()
     assert not line["ok"] and line["error"]["code"] == -32021, line
     assert "elicitation" in line["error"]["data"]["requiredCapabilities"], line
@@ -427,7 +547,11 @@ def test_2026_host_without_elicitation_gets_missing_capability_from_a_2026_upstr
     """Capability honesty: mcpx forwards the host's own (empty) capabilities, so the SDK 2.3
     upstream refuses with -32021 naming what is missing, and nobody is asked."""
     message = _message("q2", "sdk2-2026-undeclared")
-    run = gw.host("sdk2-2026", [{"op": "call", "name": "q2__ask", "args": {"message": message}, "timeout": 20}], "--no-elicitation")
+    run = gw.host(
+        "sdk2-2026",
+        [{"op": "call", "name": "q2__ask", "args": {"message": message}, "timeout": 20}],
+        "--no-elicitation",
+    )
     [line] = run.lines()
     assert not line["ok"] and line["error"]["code"] == -32021, line
     assert "elicitation" in line["error"]["data"]["requiredCapabilities"], line
@@ -439,9 +563,24 @@ def test_2026_host_without_elicitation_gets_missing_capability_from_a_2026_upstr
 def test_host_answers_are_recorded_in_the_question_history(gw: Gateway) -> None:
     """Every question a host answered shows, in /v1/questions?all=1, as answered by that host."""
     steps = [
-        {"op": "call", "name": "q1__ask", "args": {"message": _message("q1", "audit-stream")}, "answer": _answer("audit", "q1", 1)},
-        {"op": "call", "name": "q2__ask", "args": {"message": _message("q2", "audit-mrtr")}, "answer": _answer("audit", "q2", 2)},
-        {"op": "call_task", "name": "q1__ask", "args": {"message": _message("q1", "audit-task")}, "answer": _answer("audit", "q1", 3)},
+        {
+            "op": "call",
+            "name": "q1__ask",
+            "args": {"message": _message("q1", "audit-stream")},
+            "answer": _answer("audit", "q1", 1),
+        },
+        {
+            "op": "call",
+            "name": "q2__ask",
+            "args": {"message": _message("q2", "audit-mrtr")},
+            "answer": _answer("audit", "q2", 2),
+        },
+        {
+            "op": "call_task",
+            "name": "q1__ask",
+            "args": {"message": _message("q1", "audit-task")},
+            "answer": _answer("audit", "q1", 3),
+        },
     ]
     lines = gw.host("sdk1", steps).lines()
     assert all(line["ok"] for line in lines), lines

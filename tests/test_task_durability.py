@@ -15,19 +15,34 @@ def _task(host: RawHost, name: str, args: dict[str, Any]) -> str:
     return frame["result"]["task"]["taskId"]
 
 
-def test_sigkill_mid_task_then_restart_answers_every_handed_out_id(start_daemon: Any, tmp_path: Path, raw_host: Any) -> None:
+def test_sigkill_mid_task_then_restart_answers_every_handed_out_id(
+    start_daemon: Any, tmp_path: Path, raw_host: Any
+) -> None:
     d = start_daemon({"mcpServers": {"fx": stdio_server(tmp_path)}}, name="durable")
     host = raw_host(d.url)
     host.initialize()
     done = _task(host, "fx__echo", {"text": "kept"})
     failed = _task(host, "fx__fail", {})
-    wait_until(lambda: host.legacy("tasks/get", {"taskId": failed}).json()["result"]["status"] == "failed", what="fail task done")
-    wait_until(lambda: host.legacy("tasks/get", {"taskId": done}).json()["result"]["status"] == "completed", what="echo task done")
+    wait_until(
+        lambda: host.legacy("tasks/get", {"taskId": failed}).json()["result"]["status"] == "failed",
+        what="fail task done",
+    )
+    wait_until(
+        lambda: host.legacy("tasks/get", {"taskId": done}).json()["result"]["status"] == "completed",
+        what="echo task done",
+    )
     running = _task(host, "fx__slow", {"seconds": 60, "steps": 60})
-    wait_until(lambda: any(e.get("msg", {}).get("params", {}).get("name") == "slow" for e in read_jsonl(tmp_path / "fixture.log.jsonl")), what="slow upstream")
+    wait_until(
+        lambda: any(
+            e.get("msg", {}).get("params", {}).get("name") == "slow" for e in read_jsonl(tmp_path / "fixture.log.jsonl")
+        ),
+        what="slow upstream",
+    )
     d.stop(signal.SIGKILL)
     d.start(port=d.port)
-    host.post({"jsonrpc": "2.0", "method": "notifications/initialized"}, host._legacy_headers())  # same session id, no new initialize
+    host.post(
+        {"jsonrpc": "2.0", "method": "notifications/initialized"}, host._legacy_headers()
+    )  # same session id, no new initialize
     assert host.legacy("tasks/get", {"taskId": done}).json()["result"]["status"] == "completed"
     assert reply_of(host.legacy("tasks/result", {"taskId": done}))["result"]["content"][0]["text"] == "kept"
     assert host.legacy("tasks/get", {"taskId": failed}).json()["result"]["status"] == "failed"
@@ -39,7 +54,9 @@ def test_sigkill_mid_task_then_restart_answers_every_handed_out_id(start_daemon:
     assert {done, failed, running} <= listed
 
 
-def test_another_session_still_cannot_see_tasks_after_a_restart(start_daemon: Any, tmp_path: Path, raw_host: Any) -> None:
+def test_another_session_still_cannot_see_tasks_after_a_restart(
+    start_daemon: Any, tmp_path: Path, raw_host: Any
+) -> None:
     d = start_daemon({"mcpServers": {"fx": stdio_server(tmp_path)}}, name="iso")
     owner = raw_host(d.url)
     owner.initialize()
@@ -52,7 +69,9 @@ def test_another_session_still_cannot_see_tasks_after_a_restart(start_daemon: An
     assert owner.legacy("tasks/get", {"taskId": tid}).json()["result"]["taskId"] == tid
 
 
-def test_a_store_that_cannot_write_fails_the_call_without_a_handle(start_daemon: Any, tmp_path: Path, raw_host: Any) -> None:
+def test_a_store_that_cannot_write_fails_the_call_without_a_handle(
+    start_daemon: Any, tmp_path: Path, raw_host: Any
+) -> None:
     d = start_daemon({"mcpServers": {"fx": stdio_server(tmp_path)}}, name="broken")
     host = raw_host(d.url)
     host.initialize()

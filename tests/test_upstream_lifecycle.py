@@ -18,7 +18,9 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def test_stdio_upstream_crash_fails_inflight_call_at_once_and_restarts(start_daemon: Any, tmp_path: Path, raw_host: Any) -> None:
+def test_stdio_upstream_crash_fails_inflight_call_at_once_and_restarts(
+    start_daemon: Any, tmp_path: Path, raw_host: Any
+) -> None:
     d = start_daemon({"mcpServers": {"fx": stdio_server(tmp_path)}})
     host = raw_host(d.url)
     box: dict[str, Any] = {}
@@ -26,12 +28,19 @@ def test_stdio_upstream_crash_fails_inflight_call_at_once_and_restarts(start_dae
     def slow() -> None:
         started = time.monotonic()
         with RawHost(d.url) as h:
-            box["frame"] = reply_of(h.modern("tools/call", {"name": "fx__slow", "arguments": {"seconds": 30, "steps": 1}}))
+            box["frame"] = reply_of(
+                h.modern("tools/call", {"name": "fx__slow", "arguments": {"seconds": 30, "steps": 1}})
+            )
         box["elapsed"] = time.monotonic() - started
 
     t = threading.Thread(target=slow)
     t.start()
-    wait_until(lambda: any(e.get("msg", {}).get("params", {}).get("name") == "slow" for e in read_jsonl(tmp_path / "fixture.log.jsonl")), what="slow call upstream")
+    wait_until(
+        lambda: any(
+            e.get("msg", {}).get("params", {}).get("name") == "slow" for e in read_jsonl(tmp_path / "fixture.log.jsonl")
+        ),
+        what="slow call upstream",
+    )
     crash = reply_of(host.modern("tools/call", {"name": "fx__crash", "arguments": {}}))
     t.join(15)
     assert crash["error"]["code"] == -32603 and "'fx'" in crash["error"]["message"]
@@ -68,8 +77,13 @@ def test_http_upstream_that_dies_is_reported_then_reconnected(start_daemon: Any,
 
 
 def test_upstream_that_cannot_start_is_reported_not_fatal(start_daemon: Any, tmp_path: Path, raw_host: Any) -> None:
-    d = start_daemon({"mcpServers": {"good": stdio_server(tmp_path), "bad": {"command": str(tmp_path / "no-such-binary")}}}, wait_upstreams=False)
-    wait_until(lambda: {u["name"]: u for u in d.status()["upstreams"]}["good"]["state"] == "ready", what="good upstream")
+    d = start_daemon(
+        {"mcpServers": {"good": stdio_server(tmp_path), "bad": {"command": str(tmp_path / "no-such-binary")}}},
+        wait_upstreams=False,
+    )
+    wait_until(
+        lambda: {u["name"]: u for u in d.status()["upstreams"]}["good"]["state"] == "ready", what="good upstream"
+    )
     bad = {u["name"]: u for u in d.status()["upstreams"]}["bad"]
     wait_until(lambda: {u["name"]: u for u in d.status()["upstreams"]}["bad"]["lastError"], what="bad upstream error")
     bad = {u["name"]: u for u in d.status()["upstreams"]}["bad"]
@@ -82,7 +96,9 @@ def test_upstream_that_cannot_start_is_reported_not_fatal(start_daemon: Any, tmp
 
 
 def test_legacy_upstream_counter_offer_is_accepted(start_daemon: Any, tmp_path: Path, raw_host: Any) -> None:
-    d = start_daemon({"mcpServers": {"old": stdio_server(tmp_path, "--era", "legacy", "--legacy-version", "2025-06-18")}})
+    d = start_daemon(
+        {"mcpServers": {"old": stdio_server(tmp_path, "--era", "legacy", "--legacy-version", "2025-06-18")}}
+    )
     [up] = d.status()["upstreams"]
     assert (up["era"], up["revision"]) == ("legacy", "2025-06-18")
     res = raw_host(d.url).modern("tools/call", {"name": "old__echo", "arguments": {"text": "hi"}}).json()["result"]
@@ -104,21 +120,36 @@ def test_modern_only_upstream_is_spoken_to_in_2026(start_daemon: Any, tmp_path: 
     assert "resultType" not in res  # a legacy host gets no 2026 discriminator
     # A 2026 host's own per-request capabilities go up, and nothing it did not declare.
     caps = {"sampling": {}, "extensions": {"io.modelcontextprotocol/tasks": {}}}
-    own = raw_host(d.url).modern("tools/call", {"name": "new__whoami", "arguments": {}}, meta={"io.modelcontextprotocol/clientCapabilities": caps}).json()["result"]
+    own = (
+        raw_host(d.url)
+        .modern(
+            "tools/call",
+            {"name": "new__whoami", "arguments": {}},
+            meta={"io.modelcontextprotocol/clientCapabilities": caps},
+        )
+        .json()["result"]
+    )
     assert own["structuredContent"]["io.modelcontextprotocol/clientCapabilities"] == {"sampling": {}}
 
 
-def test_call_timeout_abandons_the_call_and_cancels_it_upstream(start_daemon: Any, tmp_path: Path, raw_host: Any) -> None:
+def test_call_timeout_abandons_the_call_and_cancels_it_upstream(
+    start_daemon: Any, tmp_path: Path, raw_host: Any
+) -> None:
     d = start_daemon({"mcpServers": {"fx": stdio_server(tmp_path, callTimeout=0.5)}})
     frame = raw_host(d.url).modern("tools/call", {"name": "fx__slow", "arguments": {"seconds": 20, "steps": 1}}).json()
     assert frame["error"]["code"] == -32603 and "within 0.5 s" in frame["error"]["message"]
-    wait_until(lambda: [e for e in read_jsonl(tmp_path / "fixture.log.jsonl") if e.get("event") == "cancelled"], what="upstream saw the cancel")
+    wait_until(
+        lambda: [e for e in read_jsonl(tmp_path / "fixture.log.jsonl") if e.get("event") == "cancelled"],
+        what="upstream saw the cancel",
+    )
 
 
 def test_stubborn_upstream_is_killed_at_shutdown(start_daemon: Any, tmp_path: Path, raw_host: Any) -> None:
     marker = tmp_path / "stubborn.pid"
     script = f"import os,signal,time; signal.signal(signal.SIGTERM, signal.SIG_IGN); open({str(marker)!r},'w').write(str(os.getpid())); time.sleep(600)"
-    d = start_daemon({"mcpServers": {"stub": {"command": sys.executable, "args": ["-c", script]}}}, wait_upstreams=False)
+    d = start_daemon(
+        {"mcpServers": {"stub": {"command": sys.executable, "args": ["-c", script]}}}, wait_upstreams=False
+    )
     pid = int(wait_until(lambda: marker.exists() and marker.read_text(), what="stubborn child"))
     started = time.monotonic()
     assert d.stop() == 0

@@ -19,12 +19,12 @@ import json
 import os
 import signal
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import httpx
 import pytest
-
 from harness import RawHost, read_jsonl, wait_until
 from peers.venvs import peer_python
 
@@ -55,19 +55,32 @@ def upstream_pids(tmp_path: Path) -> Iterator[None]:
 
 
 def _events(path: Path, event: str | None = None, **match: Any) -> list[dict[str, Any]]:
-    return [e for e in read_jsonl(path) if (event is None or e["event"] == event) and all(e.get(k) == v for k, v in match.items())]
+    return [
+        e
+        for e in read_jsonl(path)
+        if (event is None or e["event"] == event) and all(e.get(k) == v for k, v in match.items())
+    ]
 
 
-def _result_answering(host: RawHost, tid: str, answer: dict[str, Any], deadline_s: float = 10.0) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+def _result_answering(
+    host: RawHost, tid: str, answer: dict[str, Any], deadline_s: float = 10.0
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """POST tasks/result for `tid` as an SSE stream; answer every server request arriving on it."""
     rid = 7700
     body = {"jsonrpc": "2.0", "id": rid, "method": "tasks/result", "params": {"taskId": tid}}
-    headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream", **host._legacy_headers()}
+    headers = {
+        "Content-Type": "application/json",
+        "Accept": "application/json, text/event-stream",
+        **host._legacy_headers(),
+    }
     asked: list[dict[str, Any]] = []
     deadline = time.monotonic() + deadline_s
     timeout = httpx.Timeout(10.0, read=deadline_s)
     try:
-        with httpx.Client(timeout=timeout) as c, c.stream("POST", host.url, content=json.dumps(body), headers=headers) as resp:
+        with (
+            httpx.Client(timeout=timeout) as c,
+            c.stream("POST", host.url, content=json.dumps(body), headers=headers) as resp,
+        ):
             assert resp.status_code == 200, resp.read()
             if "text/event-stream" not in resp.headers.get("content-type", ""):
                 return json.loads(resp.read()), asked  # a plain JSON reply: nothing was asked on a stream
@@ -88,7 +101,9 @@ def _result_answering(host: RawHost, tid: str, answer: dict[str, Any], deadline_
     raise AssertionError(f"no tasks/result reply within {deadline_s} s; asked on the stream: {asked}")
 
 
-def test_question_asked_inside_an_sdk1_upstream_task_reaches_the_host_and_the_answer_goes_back(start_daemon: Any, tmp_path: Path, raw_host: Any, sdk1_python: Path, upstream_pids: None) -> None:
+def test_question_asked_inside_an_sdk1_upstream_task_reaches_the_host_and_the_answer_goes_back(
+    start_daemon: Any, tmp_path: Path, raw_host: Any, sdk1_python: Path, upstream_pids: None
+) -> None:
     events = tmp_path / "s1.events.jsonl"
     entry = {"command": str(sdk1_python), "args": [str(SDK1_UPSTREAM), "stdio", "--events", str(events)]}
     d = start_daemon({"mcpServers": {"s1": entry}, "tasks": {"pollIntervalMs": 100}}, name="utq")
@@ -97,7 +112,10 @@ def test_question_asked_inside_an_sdk1_upstream_task_reaches_the_host_and_the_an
     tools = {t["name"]: t for t in host.legacy("tools/list").json()["result"]["tools"]}
     assert tools["s1__ask_task"]["execution"]["taskSupport"] == "required"
 
-    frame = host.legacy("tools/call", {"name": "s1__ask_task", "arguments": {"message": "Who wrote the first compiler?"}, "task": {"ttl": 600000}}).json()
+    frame = host.legacy(
+        "tools/call",
+        {"name": "s1__ask_task", "arguments": {"message": "Who wrote the first compiler?"}, "task": {"ttl": 600000}},
+    ).json()
     assert "result" in frame, frame
     tid = frame["result"]["task"]["taskId"]
     # The upstream ran it as its own task and is now waiting for the answer.
@@ -120,4 +138,6 @@ def test_question_asked_inside_an_sdk1_upstream_task_reaches_the_host_and_the_an
     assert len(answered) == 1 and {"action": answered[0]["action"], "content": answered[0]["content"]} == ANSWER
     # The upstream's own log: one upstream task, collected by mcpx with tasks/result.
     assert len(_events(events, "task_created")) == 1
-    assert _events(events, "request", method="tasks/result", taskId=up_id), "mcpx opened the upstream task's tasks/result stream"
+    assert _events(events, "request", method="tasks/result", taskId=up_id), (
+        "mcpx opened the upstream task's tasks/result stream"
+    )

@@ -26,22 +26,24 @@ import signal
 import sqlite3
 import subprocess
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import anyio
 import pytest
-
 from harness import UNIT, RawHost, read_jsonl, reply_of, wait_until
+from peers.venvs import peer_python
+
 from mcpx.protocol.errors import InternalError, UpstreamError, UpstreamUnavailable
 from mcpx.upstream import upstream_tasks
 from mcpx.upstream.session import UpstreamSession
-from peers.venvs import peer_python
 
 SDK1_UPSTREAM = Path(__file__).resolve().parent / "peers" / "sdk1_upstream.py"
 FASTMCP_UPSTREAM = Path(__file__).resolve().parent / "peers" / "fastmcp_upstream.py"
 EXT = "io.modelcontextprotocol/tasks"
 RELATED = "io.modelcontextprotocol/related-task"
+
 
 # ---- unit: a scripted session ---------------------------------------------------------------
 class FakeSession(UpstreamSession):
@@ -101,7 +103,9 @@ def _drive(session: FakeSession, params: dict[str, Any] | None = None, **kw: Any
         return session
 
     async def main() -> dict[str, Any]:
-        return await upstream_tasks.call(session, params or {"name": "slow", "arguments": {}}, get_session=get_session, on_task_id=on_task_id, **kw)
+        return await upstream_tasks.call(
+            session, params or {"name": "slow", "arguments": {}}, get_session=get_session, on_task_id=on_task_id, **kw
+        )
 
     return anyio.run(main), ids
 
@@ -117,12 +121,18 @@ def test_legacy_task_is_created_reported_polled_and_collected() -> None:
         {
             "tools/call": lambda p: {"task": _legacy_task("working", pollInterval=20)},
             "tasks/get": _seq(_legacy_task("working", pollInterval=20000), _legacy_task("completed")),
-            "tasks/result": lambda p: {"content": [{"type": "text", "text": "real"}], "_meta": {RELATED: {"taskId": "up-1"}, "keep": 1}},
+            "tasks/result": lambda p: {
+                "content": [{"type": "text", "text": "real"}],
+                "_meta": {RELATED: {"taskId": "up-1"}, "keep": 1},
+            },
         },
     )
     res, ids = _drive(s, ttl_ms=1234, sleep=sleep)
     assert ids == ["up-1"]
-    assert res == {"content": [{"type": "text", "text": "real"}], "_meta": {"keep": 1}}  # the upstream's related-task is not ours
+    assert res == {
+        "content": [{"type": "text", "text": "real"}],
+        "_meta": {"keep": 1},
+    }  # the upstream's related-task is not ours
     assert s.methods() == ["tools/call", "tasks/get", "tasks/get", "tasks/result"]
     assert s.sent[0][1]["task"] == {"ttl": 1234}
     assert s.sent[1][1] == {"taskId": "up-1"}
@@ -131,11 +141,23 @@ def test_legacy_task_is_created_reported_polled_and_collected() -> None:
 
 def test_legacy_outcomes_error_failed_without_payload_and_cancelled_upstream() -> None:
     err = {"code": -32042, "message": "nope"}
-    s = FakeSession("legacy", {"tools/call": lambda p: {"task": _legacy_task("failed", statusMessage="it broke")}, "tasks/result": lambda p: UpstreamError(err)})
+    s = FakeSession(
+        "legacy",
+        {
+            "tools/call": lambda p: {"task": _legacy_task("failed", statusMessage="it broke")},
+            "tasks/result": lambda p: UpstreamError(err),
+        },
+    )
     with pytest.raises(UpstreamError) as info:
         _drive(s)
     assert info.value.error == err  # exactly what the underlying call answered
-    s = FakeSession("legacy", {"tools/call": lambda p: {"task": _legacy_task("failed", statusMessage="it broke")}, "tasks/result": lambda p: {"_meta": {RELATED: {"taskId": "up-1"}}}})
+    s = FakeSession(
+        "legacy",
+        {
+            "tools/call": lambda p: {"task": _legacy_task("failed", statusMessage="it broke")},
+            "tasks/result": lambda p: {"_meta": {RELATED: {"taskId": "up-1"}}},
+        },
+    )
     assert _drive(s)[0] == {"content": [{"type": "text", "text": "it broke"}], "isError": True}
     s = FakeSession("legacy", {"tools/call": lambda p: {"task": _legacy_task("cancelled")}})
     with pytest.raises(UpstreamError):
@@ -154,7 +176,15 @@ def test_modern_task_declares_the_extension_everywhere_and_inlines_the_result() 
         "modern",
         {
             "tools/call": lambda p: {"resultType": "task", "taskId": "m-1", "status": "working", "pollIntervalMs": 300},
-            "tasks/get": _seq({"resultType": "complete", "taskId": "m-1", "status": "working", "pollIntervalMs": 300}, {"resultType": "complete", "taskId": "m-1", "status": "completed", "result": {"content": [], "isError": True}}),
+            "tasks/get": _seq(
+                {"resultType": "complete", "taskId": "m-1", "status": "working", "pollIntervalMs": 300},
+                {
+                    "resultType": "complete",
+                    "taskId": "m-1",
+                    "status": "completed",
+                    "result": {"content": [], "isError": True},
+                },
+            ),
         },
     )
     res, ids = _drive(s, client_caps={"elicitation": {}}, sleep=sleep)
@@ -171,7 +201,9 @@ def test_modern_task_declares_the_extension_everywhere_and_inlines_the_result() 
 
 def test_modern_failed_is_the_upstream_error_and_a_bare_task_reply_is_never_a_result() -> None:
     err = {"code": -32000, "message": "bad"}
-    s = FakeSession("modern", {"tools/call": lambda p: {"resultType": "task", "taskId": "m-2", "status": "failed", "error": err}})
+    s = FakeSession(
+        "modern", {"tools/call": lambda p: {"resultType": "task", "taskId": "m-2", "status": "failed", "error": err}}
+    )
     with pytest.raises(UpstreamError) as info:
         _drive(s)
     assert info.value.error == err
@@ -181,12 +213,22 @@ def test_modern_failed_is_the_upstream_error_and_a_bare_task_reply_is_never_a_re
 
 
 def test_modern_input_required_is_asked_once_and_answered_with_tasks_update() -> None:
-    asking = {"resultType": "complete", "taskId": "m-3", "status": "input_required", "pollIntervalMs": 100, "inputRequests": {"k1": {"method": "elicitation/create", "params": {}}}}
+    asking = {
+        "resultType": "complete",
+        "taskId": "m-3",
+        "status": "input_required",
+        "pollIntervalMs": 100,
+        "inputRequests": {"k1": {"method": "elicitation/create", "params": {}}},
+    }
     s = FakeSession(
         "modern",
         {
             "tools/call": lambda p: {"resultType": "task", "taskId": "m-3", "status": "working"},
-            "tasks/get": _seq(asking, asking, {"taskId": "m-3", "status": "completed", "result": {"content": [{"type": "text", "text": "ok"}]}}),
+            "tasks/get": _seq(
+                asking,
+                asking,
+                {"taskId": "m-3", "status": "completed", "result": {"content": [{"type": "text", "text": "ok"}]}},
+            ),
             "tasks/update": lambda p: {"resultType": "complete"},
         },
     )
@@ -200,7 +242,11 @@ def test_modern_input_required_is_asked_once_and_answered_with_tasks_update() ->
     assert res["content"][0]["text"] == "ok"
     assert len(asked) == 1 and list(asked[0]) == ["k1"]  # the second snapshot repeats k1: not asked again
     update = [p for m, p in s.sent if m == "tasks/update"]
-    assert len(update) == 1 and update[0]["taskId"] == "m-3" and update[0]["inputResponses"] == {"k1": {"action": "accept", "content": {}}}
+    assert (
+        len(update) == 1
+        and update[0]["taskId"] == "m-3"
+        and update[0]["inputResponses"] == {"k1": {"action": "accept", "content": {}}}
+    )
 
 
 def test_modern_mrtr_round_before_the_task_is_asked_then_retried() -> None:
@@ -209,7 +255,11 @@ def test_modern_mrtr_round_before_the_task_is_asked_then_retried() -> None:
     def tools_call(p: dict[str, Any]) -> dict[str, Any]:
         calls.append(p)
         if len(calls) == 1:
-            return {"resultType": "input_required", "inputRequests": {"q": {"method": "elicitation/create"}}, "requestState": "st"}
+            return {
+                "resultType": "input_required",
+                "inputRequests": {"q": {"method": "elicitation/create"}},
+                "requestState": "st",
+            }
         return {"resultType": "complete", "content": [{"type": "text", "text": "after"}]}
 
     async def ask_round(requests: dict[str, Any]) -> dict[str, Any]:
@@ -230,7 +280,14 @@ def test_cancelling_the_caller_sends_tasks_cancel_unless_the_daemon_is_stopping(
             await anyio.sleep_forever()
             raise AssertionError
 
-        s = FakeSession("legacy", {"tools/call": lambda p: {"task": _legacy_task("working", pollInterval=100)}, "tasks/get": never, "tasks/cancel": lambda p: _legacy_task("cancelled")})
+        s = FakeSession(
+            "legacy",
+            {
+                "tools/call": lambda p: {"task": _legacy_task("working", pollInterval=100)},
+                "tasks/get": never,
+                "tasks/cancel": lambda p: _legacy_task("cancelled"),
+            },
+        )
 
         async def main() -> None:
             async def on_task_id(tid: str) -> None:
@@ -240,7 +297,9 @@ def test_cancelling_the_caller_sends_tasks_cancel_unless_the_daemon_is_stopping(
                 return s
 
             with anyio.move_on_after(0.3):
-                await upstream_tasks.call(s, {"name": "slow"}, get_session=get_session, on_task_id=on_task_id, keep_upstream=lambda: keep)
+                await upstream_tasks.call(
+                    s, {"name": "slow"}, get_session=get_session, on_task_id=on_task_id, keep_upstream=lambda: keep
+                )
 
         anyio.run(main)
         cancels = [p for m, p in s.sent if m == "tasks/cancel"]
@@ -249,7 +308,13 @@ def test_cancelling_the_caller_sends_tasks_cancel_unless_the_daemon_is_stopping(
 
 
 def test_polling_survives_an_outage_and_an_upstream_that_forgot_the_task_is_an_internal_error() -> None:
-    s = FakeSession("legacy", {"tasks/get": lambda p: _legacy_task("completed"), "tasks/result": lambda p: {"content": [{"type": "text", "text": "back"}]}})
+    s = FakeSession(
+        "legacy",
+        {
+            "tasks/get": lambda p: _legacy_task("completed"),
+            "tasks/result": lambda p: {"content": [{"type": "text", "text": "back"}]},
+        },
+    )
     attempts: list[int] = []
 
     async def flaky() -> FakeSession:
@@ -260,7 +325,9 @@ def test_polling_survives_an_outage_and_an_upstream_that_forgot_the_task_is_an_i
 
     res = anyio.run(lambda: upstream_tasks.resume(flaky, "up-1", sleep=_sleeps()[1]))
     assert res["content"][0]["text"] == "back" and len(attempts) >= 3
-    gone = FakeSession("legacy", {"tasks/get": lambda p: UpstreamError({"code": -32602, "message": "Task not found: up-1"})})
+    gone = FakeSession(
+        "legacy", {"tasks/get": lambda p: UpstreamError({"code": -32602, "message": "Task not found: up-1"})}
+    )
 
     async def get_gone() -> FakeSession:
         return gone
@@ -276,14 +343,28 @@ def test_which_upstream_tools_may_run_as_tasks() -> None:
     assert upstream_tasks.task_capable(legacy, {"execution": {"taskSupport": "required"}})
     assert not upstream_tasks.task_capable(legacy, {"execution": {"taskSupport": "forbidden"}})
     assert not upstream_tasks.task_capable(legacy, {})
-    assert not upstream_tasks.task_capable(FakeSession("legacy", {}, {"tasks": {"list": {}}}), {"execution": {"taskSupport": "optional"}})
+    assert not upstream_tasks.task_capable(
+        FakeSession("legacy", {}, {"tasks": {"list": {}}}), {"execution": {"taskSupport": "optional"}}
+    )
     modern = FakeSession("modern", {}, {"extensions": {EXT: {}}})
     assert upstream_tasks.task_capable(modern, {"name": "x"})
     assert not upstream_tasks.task_capable(FakeSession("modern", {}, {}), {"name": "x"})
-    assert upstream_tasks.poll_delay({"pollInterval": 250}) == 0.25 and upstream_tasks.poll_delay({}) == upstream_tasks.POLL_DEFAULT_S
+    assert (
+        upstream_tasks.poll_delay({"pollInterval": 250}) == 0.25
+        and upstream_tasks.poll_delay({}) == upstream_tasks.POLL_DEFAULT_S
+    )
     assert upstream_tasks.poll_delay({"pollIntervalMs": 1}) == upstream_tasks.POLL_MIN_S
     assert upstream_tasks.poll_delay({"pollIntervalMs": 60000}) == upstream_tasks.POLL_MAX_S
-    assert [upstream_tasks.poll_delay({"pollIntervalMs": 5000}, n) for n in range(8)] == [0.1, 0.2, 0.4, 0.8, 1.6, 3.2, 5.0, 5.0]
+    assert [upstream_tasks.poll_delay({"pollIntervalMs": 5000}, n) for n in range(8)] == [
+        0.1,
+        0.2,
+        0.4,
+        0.8,
+        1.6,
+        3.2,
+        5.0,
+        5.0,
+    ]
 
 
 # ---- end to end: SDK 1.30 upstream behind the daemon ------------------------------------------
@@ -320,8 +401,28 @@ class PeerHttp:
         self.events = tmp / f"{name}.events.jsonl"
         ready = tmp / f"{name}.port"
         with open(tmp / f"{name}.stderr", "wb") as err:
-            self.proc = subprocess.Popen([str(py), str(script), "http", "--port", "0", "--ready-file", str(ready), "--events", str(self.events), *extra], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err)
-        port = wait_until(lambda: self.proc.poll() is None and ready.exists() and ready.read_text().strip(), 60, f"{name} HTTP upstream")
+            self.proc = subprocess.Popen(
+                [
+                    str(py),
+                    str(script),
+                    "http",
+                    "--port",
+                    "0",
+                    "--ready-file",
+                    str(ready),
+                    "--events",
+                    str(self.events),
+                    *extra,
+                ],
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=err,
+            )
+        port = wait_until(
+            lambda: self.proc.poll() is None and ready.exists() and ready.read_text().strip(),
+            60,
+            f"{name} HTTP upstream",
+        )
         self.url = f"http://127.0.0.1:{int(port)}/mcp"
 
     def stop(self) -> None:
@@ -331,7 +432,11 @@ class PeerHttp:
 
 
 def _events(path: Path, event: str | None = None, **match: Any) -> list[dict[str, Any]]:
-    return [e for e in read_jsonl(path) if (event is None or e["event"] == event) and all(e.get(k) == v for k, v in match.items())]
+    return [
+        e
+        for e in read_jsonl(path)
+        if (event is None or e["event"] == event) and all(e.get(k) == v for k, v in match.items())
+    ]
 
 
 def _task(host: RawHost, name: str, args: dict[str, Any]) -> str:
@@ -355,7 +460,9 @@ def _config(entry: dict[str, Any]) -> dict[str, Any]:
 
 
 @pytestmark_e2e
-def test_sdk1_host_task_runs_as_an_upstream_task_and_plain_calls_stay_plain(start_daemon: Any, tmp_path: Path, raw_host: Any, sdk1_python: Path, upstream_pids: list[int]) -> None:
+def test_sdk1_host_task_runs_as_an_upstream_task_and_plain_calls_stay_plain(
+    start_daemon: Any, tmp_path: Path, raw_host: Any, sdk1_python: Path, upstream_pids: list[int]
+) -> None:
     events = tmp_path / "s1.events.jsonl"
     d = start_daemon(_config(_stdio_entry(sdk1_python, events)), name="ut")
     host = raw_host(d.url)
@@ -364,7 +471,9 @@ def test_sdk1_host_task_runs_as_an_upstream_task_and_plain_calls_stay_plain(star
     assert tools["s1__slow"]["execution"]["taskSupport"] == "optional"
     started = time.monotonic()
     tid = _task(host, "s1__slow", {"seconds": 0.6, "text": "real"})
-    done = wait_until(lambda: (t := _status(host, tid))["status"] in ("completed", "failed", "cancelled") and t, 20, "task end")
+    done = wait_until(
+        lambda: (t := _status(host, tid))["status"] in ("completed", "failed", "cancelled") and t, 20, "task end"
+    )
     elapsed = time.monotonic() - started
     assert done["status"] == "completed", done
     result = reply_of(host.legacy("tasks/result", {"taskId": tid}))["result"]
@@ -378,7 +487,9 @@ def test_sdk1_host_task_runs_as_an_upstream_task_and_plain_calls_stay_plain(star
     assert _events(events, "request", method="tasks/get", taskId=up_id), "mcpx polled the upstream task"
     assert _events(events, "request", method="tasks/result", taskId=up_id), "mcpx collected the upstream result"
     # Plain calls stay plain: no task on the host side, or a task on a forbidden tool.
-    plain = host.legacy("tools/call", {"name": "s1__slow", "arguments": {"seconds": 0.05, "text": "plain"}}).json()["result"]
+    plain = host.legacy("tools/call", {"name": "s1__slow", "arguments": {"seconds": 0.05, "text": "plain"}}).json()[
+        "result"
+    ]
     assert plain["content"][0]["text"] == "plain after 0.05 s"
     assert [e["task"] for e in _events(events, "request", method="tools/call", name="slow")] == [True, False]
     assert tools["s1__echo"]["execution"]["taskSupport"] == "forbidden"
@@ -393,7 +504,9 @@ def test_sdk1_host_task_runs_as_an_upstream_task_and_plain_calls_stay_plain(star
 
 
 @pytestmark_e2e
-def test_sdk1_host_cancel_reaches_the_upstream_as_tasks_cancel(start_daemon: Any, tmp_path: Path, raw_host: Any, sdk1_python: Path, upstream_pids: list[int]) -> None:
+def test_sdk1_host_cancel_reaches_the_upstream_as_tasks_cancel(
+    start_daemon: Any, tmp_path: Path, raw_host: Any, sdk1_python: Path, upstream_pids: list[int]
+) -> None:
     events = tmp_path / "s1.events.jsonl"
     d = start_daemon(_config(_stdio_entry(sdk1_python, events)), name="uc")
     host = raw_host(d.url)
@@ -410,8 +523,12 @@ def test_sdk1_host_cancel_reaches_the_upstream_as_tasks_cancel(start_daemon: Any
 
 
 @pytestmark_e2e
-def test_sigkill_mid_upstream_task_then_restart_finishes_with_the_upstream_result(start_daemon: Any, tmp_path: Path, raw_host: Any, sdk1_python: Path) -> None:
-    up = PeerHttp(sdk1_python, SDK1_UPSTREAM, tmp_path, "sdk1-http", "--unscoped")  # outlives the daemon; any session may poll its tasks
+def test_sigkill_mid_upstream_task_then_restart_finishes_with_the_upstream_result(
+    start_daemon: Any, tmp_path: Path, raw_host: Any, sdk1_python: Path
+) -> None:
+    up = PeerHttp(
+        sdk1_python, SDK1_UPSTREAM, tmp_path, "sdk1-http", "--unscoped"
+    )  # outlives the daemon; any session may poll its tasks
     try:
         d = start_daemon(_config({"url": up.url}), name="ur")
         host = raw_host(d.url)
@@ -424,8 +541,14 @@ def test_sigkill_mid_upstream_task_then_restart_finishes_with_the_upstream_resul
         assert not _events(up.events, "slow_done"), "the upstream task must still run when the daemon dies"
         d.start(port=d.port)
         restarted_after = time.monotonic() - killed
-        host.post({"jsonrpc": "2.0", "method": "notifications/initialized"}, host._legacy_headers())  # the session id survives
-        done = wait_until(lambda: (t := _status(host, tid))["status"] in ("completed", "failed", "cancelled") and t, 30, "resumed task end")
+        host.post(
+            {"jsonrpc": "2.0", "method": "notifications/initialized"}, host._legacy_headers()
+        )  # the session id survives
+        done = wait_until(
+            lambda: (t := _status(host, tid))["status"] in ("completed", "failed", "cancelled") and t,
+            30,
+            "resumed task end",
+        )
         resumed_after = time.monotonic() - killed
         assert done["status"] == "completed", done
         result = reply_of(host.legacy("tasks/result", {"taskId": tid}))["result"]
@@ -435,13 +558,17 @@ def test_sigkill_mid_upstream_task_then_restart_finishes_with_the_upstream_resul
         assert finished and finished[0]["t"] > killed_wall  # so the result reached mcpx after the restart
         after = [e for e in _events(up.events, "request", taskId=up_id) if e["t"] > killed_wall]
         assert {"tasks/get", "tasks/result"} <= {e["method"] for e in after}  # the new daemon polled and collected
-        print(f"daemon back {restarted_after:.2f} s after the SIGKILL; resumed task completed after {resumed_after:.2f} s")
+        print(
+            f"daemon back {restarted_after:.2f} s after the SIGKILL; resumed task completed after {resumed_after:.2f} s"
+        )
     finally:
         up.stop()
 
 
 @pytestmark_e2e
-def test_sigkill_with_a_stdio_upstream_fails_the_task_honestly(start_daemon: Any, tmp_path: Path, raw_host: Any, sdk1_python: Path, upstream_pids: list[int]) -> None:
+def test_sigkill_with_a_stdio_upstream_fails_the_task_honestly(
+    start_daemon: Any, tmp_path: Path, raw_host: Any, sdk1_python: Path, upstream_pids: list[int]
+) -> None:
     events = tmp_path / "s1.events.jsonl"
     d = start_daemon(_config(_stdio_entry(sdk1_python, events)), name="us")
     host = raw_host(d.url)
@@ -487,7 +614,9 @@ def _modern_ext(host: RawHost, method: str, params: dict[str, Any], **headers: s
 
 
 @pytestmark_e2e
-def test_fastmcp_upstream_runs_host_tasks_of_both_eras_as_extension_tasks(start_daemon: Any, tmp_path: Path, raw_host: Any, fastmcp_up: PeerHttp) -> None:
+def test_fastmcp_upstream_runs_host_tasks_of_both_eras_as_extension_tasks(
+    start_daemon: Any, tmp_path: Path, raw_host: Any, fastmcp_up: PeerHttp
+) -> None:
     d = start_daemon({"mcpServers": {"f": {"url": fastmcp_up.url}}, "tasks": {"pollIntervalMs": 100}}, name="fe")
     legacy = raw_host(d.url)
     legacy.initialize()
@@ -504,27 +633,41 @@ def test_fastmcp_upstream_runs_host_tasks_of_both_eras_as_extension_tasks(start_
     first = _modern_ext(modern, "tools/call", {"name": "f__slow", "arguments": {"seconds": 1.0, "text": "m"}})["result"]
     assert first["resultType"] == "task", first
     mid = first["taskId"]
-    final = wait_until(lambda: (t := _modern_ext(modern, "tasks/get", {"taskId": mid}, **{"Mcp-Name": mid})["result"])["status"] != "working" and t, 20, "modern task end")
+    final = wait_until(
+        lambda: (
+            (t := _modern_ext(modern, "tasks/get", {"taskId": mid}, **{"Mcp-Name": mid})["result"])["status"]
+            != "working"
+            and t
+        ),
+        20,
+        "modern task end",
+    )
     assert final["status"] == "completed", final
     assert final["result"]["content"] == [{"type": "text", "text": "m after 1 s"}]
     ids = _ext_ids(fastmcp_up)
     assert len(ids) == 2 and ids[1] == _row(d, mid)["upstream_task_id"]
     # Without the host asking for a task, the upstream is called plainly: no upstream task.
-    plain = legacy.legacy("tools/call", {"name": "f__slow", "arguments": {"seconds": 0.05, "text": "p"}}).json()["result"]
+    plain = legacy.legacy("tools/call", {"name": "f__slow", "arguments": {"seconds": 0.05, "text": "p"}}).json()[
+        "result"
+    ]
     assert plain["content"][0]["text"] == "p after 0.05 s"
     assert len(_ext_ids(fastmcp_up)) == 2
     print(f"legacy host task over a 2026 upstream task: {legacy_s:.2f} s for a 0.5 s tool")
 
 
 @pytestmark_e2e
-def test_fastmcp_upstream_cancel_and_restart(start_daemon: Any, tmp_path: Path, raw_host: Any, fastmcp_up: PeerHttp) -> None:
+def test_fastmcp_upstream_cancel_and_restart(
+    start_daemon: Any, tmp_path: Path, raw_host: Any, fastmcp_up: PeerHttp
+) -> None:
     d = start_daemon({"mcpServers": {"f": {"url": fastmcp_up.url}}, "tasks": {"pollIntervalMs": 100}}, name="fr")
     host = raw_host(d.url)
     host.initialize()
     victim = _task(host, "f__slow", {"seconds": 30, "steps": 300})
     up_id = wait_until(lambda: _row(d, victim).get("upstream_task_id"), 20, "upstream id stored")
     assert host.legacy("tasks/cancel", {"taskId": victim}).json()["result"]["status"] == "cancelled"
-    wait_until(lambda: _events(fastmcp_up.events, "request", method="tasks/cancel", taskId=up_id), 10, "upstream tasks/cancel")
+    wait_until(
+        lambda: _events(fastmcp_up.events, "request", method="tasks/cancel", taskId=up_id), 10, "upstream tasks/cancel"
+    )
     wait_until(lambda: _events(fastmcp_up.events, "slow_cancelled"), 10, "upstream work stopped")
     # SIGKILL while another upstream task runs; the restarted daemon finishes it from its id.
     tid = _task(host, "f__slow", {"seconds": 6, "steps": 60, "text": "kept"})
@@ -535,6 +678,8 @@ def test_fastmcp_upstream_cancel_and_restart(start_daemon: Any, tmp_path: Path, 
     host.post({"jsonrpc": "2.0", "method": "notifications/initialized"}, host._legacy_headers())
     done = wait_until(lambda: (t := _status(host, tid))["status"] != "working" and t, 30, "resumed task end")
     assert done["status"] == "completed", done
-    assert reply_of(host.legacy("tasks/result", {"taskId": tid}))["result"]["content"] == [{"type": "text", "text": "kept after 6 s"}]
+    assert reply_of(host.legacy("tasks/result", {"taskId": tid}))["result"]["content"] == [
+        {"type": "text", "text": "kept after 6 s"}
+    ]
     assert max(e["t"] for e in _events(fastmcp_up.events, "slow_done")) > killed_wall
     print(f"2026 upstream task resumed and completed {time.monotonic() - killed:.2f} s after the SIGKILL")

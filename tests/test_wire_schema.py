@@ -9,7 +9,6 @@ import os
 from pathlib import Path
 
 import pytest
-
 import wire_schema
 from wire_schema import check_definition, check_frame, check_wire_log, result_definitions
 
@@ -58,12 +57,21 @@ def _input_required(input_requests: dict) -> dict:
 
 
 def _retry_with(input_responses: dict) -> dict:
-    return request("tools/call", {"_meta": META_2026, "name": "t", "inputResponses": input_responses, "requestState": "s"})
+    return request(
+        "tools/call", {"_meta": META_2026, "name": "t", "inputResponses": input_responses, "requestState": "s"}
+    )
 
 
 def _discover(capabilities: dict) -> dict:
-    return response({"resultType": "complete", "supportedVersions": ["2026-07-28"], "capabilities": capabilities,
-                     "ttlMs": 0, "cacheScope": "public"})
+    return response(
+        {
+            "resultType": "complete",
+            "supportedVersions": ["2026-07-28"],
+            "capabilities": capabilities,
+            "ttlMs": 0,
+            "cacheScope": "public",
+        }
+    )
 
 
 # folder -> function(example) -> (frame, request_method)
@@ -75,14 +83,22 @@ WRAPPERS = {
     "CancelledNotification": lambda ex: (ex, None),
     "CancelledNotificationParams": lambda ex: (notification("notifications/cancelled", ex), None),
     "ClientCapabilities": lambda ex: (
-        request("tools/list", {"_meta": {**META_2026, "io.modelcontextprotocol/clientCapabilities": ex}}), None),
+        request("tools/list", {"_meta": {**META_2026, "io.modelcontextprotocol/clientCapabilities": ex}}),
+        None,
+    ),
     "DiscoverRequest": lambda ex: (ex, None),
     "DiscoverResult": lambda ex: (response(ex), "server/discover"),
     "DiscoverResultResponse": lambda ex: (ex, "server/discover"),
     # In 2026 a server never sends requests; elicitation travels as an MRTR input request.
     "ElicitRequest": lambda ex: (_input_required({"k": ex}), "tools/call"),
-    "ElicitRequestFormParams": lambda ex: (_input_required({"k": {"method": "elicitation/create", "params": ex}}), "tools/call"),
-    "ElicitRequestURLParams": lambda ex: (_input_required({"k": {"method": "elicitation/create", "params": ex}}), "tools/call"),
+    "ElicitRequestFormParams": lambda ex: (
+        _input_required({"k": {"method": "elicitation/create", "params": ex}}),
+        "tools/call",
+    ),
+    "ElicitRequestURLParams": lambda ex: (
+        _input_required({"k": {"method": "elicitation/create", "params": ex}}),
+        "tools/call",
+    ),
     "ElicitResult": lambda ex: (_retry_with({"k": ex}), None),
     "HeaderMismatchError": lambda ex: (ex, None),
     "InputRequests": lambda ex: (_input_required(ex), "tools/call"),
@@ -100,7 +116,9 @@ WRAPPERS = {
     "SubscriptionsAcknowledgedNotification": lambda ex: (ex, None),
     "SubscriptionsListenRequest": lambda ex: (ex, None),
     "SubscriptionsListenResult": lambda ex: (
-        response(ex, id_=ex["_meta"]["io.modelcontextprotocol/subscriptionId"]), "subscriptions/listen"),
+        response(ex, id_=ex["_meta"]["io.modelcontextprotocol/subscriptionId"]),
+        "subscriptions/listen",
+    ),
     "SubscriptionsListenResultResponse": lambda ex: (ex, "subscriptions/listen"),
     "ToolListChangedNotification": lambda ex: (ex, None),
     "UnsupportedProtocolVersionError": lambda ex: (ex, None),
@@ -128,86 +146,217 @@ def test_upstream_2026_example_validates_as_its_definition_and_as_a_wire_frame(p
 # Known-good frames (from DIGEST §5 and the spec pages)
 # ---------------------------------------------------------------------------------------------
 
-INIT_RESULT_2025 = response({
-    "protocolVersion": "2025-11-25",
-    "capabilities": {"tools": {}, "tasks": {"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}}},
-    "serverInfo": {"name": "mcpx", "version": "0.1.0"},
-}, id_=1)
-TASK_2025 = {"taskId": TASK_ID, "status": "working", "createdAt": "2025-11-25T10:30:00Z",
-             "lastUpdatedAt": "2025-11-25T10:40:00Z", "ttl": 60000, "pollInterval": 5000}
+INIT_RESULT_2025 = response(
+    {
+        "protocolVersion": "2025-11-25",
+        "capabilities": {"tools": {}, "tasks": {"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}}},
+        "serverInfo": {"name": "mcpx", "version": "0.1.0"},
+    },
+    id_=1,
+)
+TASK_2025 = {
+    "taskId": TASK_ID,
+    "status": "working",
+    "createdAt": "2025-11-25T10:30:00Z",
+    "lastUpdatedAt": "2025-11-25T10:40:00Z",
+    "ttl": 60000,
+    "pollInterval": 5000,
+}
 CREATE_TASK_2025 = response({"task": dict(TASK_2025)}, id_=2)
-CREATE_TASK_2026 = response({"resultType": "task", "taskId": TASK_ID, "status": "working",
-                             "createdAt": "2025-11-25T10:30:00Z", "lastUpdatedAt": "2025-11-25T10:40:00Z",
-                             "ttlMs": 60000, "pollIntervalMs": 5000}, id_=2)
-GET_TASK_COMPLETED_2026 = response({
-    "resultType": "complete", "taskId": TASK_ID, "status": "completed", "createdAt": "2025-11-25T10:30:00Z",
-    "lastUpdatedAt": "2025-11-25T10:40:00Z", "ttlMs": 60000,
-    "result": {"resultType": "complete", "content": [{"type": "text", "text": "Hello, Luca!"}], "isError": False},
-}, id_=8)
-GET_TASK_INPUT_REQUIRED_2026 = response({
-    "resultType": "complete", "taskId": TASK_ID, "status": "input_required", "createdAt": "2025-11-25T10:30:00Z",
-    "lastUpdatedAt": "2025-11-25T10:40:00Z", "ttlMs": 60000, "pollIntervalMs": 5000,
-    "inputRequests": {"name": {"method": "elicitation/create", "params": {
-        "mode": "form", "message": "Please enter your name.",
-        "requestedSchema": {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}}}},
-}, id_=4)
-DISCOVER_2026 = response({
-    "resultType": "complete", "supportedVersions": ["2026-07-28", "2025-11-25"],
-    "capabilities": {"tools": {}, "extensions": {"io.modelcontextprotocol/tasks": {}}}, "ttlMs": 0,
-    "cacheScope": "public", "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "mcpx", "version": "0.1.0"}},
-}, id_="d1")
-TASK_NOTIFICATION_2026 = notification("notifications/tasks", {
-    "taskId": TASK_ID, "status": "completed", "createdAt": "2025-11-25T10:30:00Z",
-    "lastUpdatedAt": "2025-11-25T10:40:00Z", "ttlMs": 60000,
-    "result": {"resultType": "complete", "content": [{"type": "text", "text": "done"}], "isError": False},
-    "_meta": {"io.modelcontextprotocol/subscriptionId": "L1"},
-})
+CREATE_TASK_2026 = response(
+    {
+        "resultType": "task",
+        "taskId": TASK_ID,
+        "status": "working",
+        "createdAt": "2025-11-25T10:30:00Z",
+        "lastUpdatedAt": "2025-11-25T10:40:00Z",
+        "ttlMs": 60000,
+        "pollIntervalMs": 5000,
+    },
+    id_=2,
+)
+GET_TASK_COMPLETED_2026 = response(
+    {
+        "resultType": "complete",
+        "taskId": TASK_ID,
+        "status": "completed",
+        "createdAt": "2025-11-25T10:30:00Z",
+        "lastUpdatedAt": "2025-11-25T10:40:00Z",
+        "ttlMs": 60000,
+        "result": {"resultType": "complete", "content": [{"type": "text", "text": "Hello, Luca!"}], "isError": False},
+    },
+    id_=8,
+)
+GET_TASK_INPUT_REQUIRED_2026 = response(
+    {
+        "resultType": "complete",
+        "taskId": TASK_ID,
+        "status": "input_required",
+        "createdAt": "2025-11-25T10:30:00Z",
+        "lastUpdatedAt": "2025-11-25T10:40:00Z",
+        "ttlMs": 60000,
+        "pollIntervalMs": 5000,
+        "inputRequests": {
+            "name": {
+                "method": "elicitation/create",
+                "params": {
+                    "mode": "form",
+                    "message": "Please enter your name.",
+                    "requestedSchema": {
+                        "type": "object",
+                        "properties": {"name": {"type": "string"}},
+                        "required": ["name"],
+                    },
+                },
+            }
+        },
+    },
+    id_=4,
+)
+DISCOVER_2026 = response(
+    {
+        "resultType": "complete",
+        "supportedVersions": ["2026-07-28", "2025-11-25"],
+        "capabilities": {"tools": {}, "extensions": {"io.modelcontextprotocol/tasks": {}}},
+        "ttlMs": 0,
+        "cacheScope": "public",
+        "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "mcpx", "version": "0.1.0"}},
+    },
+    id_="d1",
+)
+TASK_NOTIFICATION_2026 = notification(
+    "notifications/tasks",
+    {
+        "taskId": TASK_ID,
+        "status": "completed",
+        "createdAt": "2025-11-25T10:30:00Z",
+        "lastUpdatedAt": "2025-11-25T10:40:00Z",
+        "ttlMs": 60000,
+        "result": {"resultType": "complete", "content": [{"type": "text", "text": "done"}], "isError": False},
+        "_meta": {"io.modelcontextprotocol/subscriptionId": "L1"},
+    },
+)
 
 VALID = [
     pytest.param(INIT_RESULT_2025, "2025-11-25", "initialize", id="2025 initialize result"),
     pytest.param(CREATE_TASK_2025, "2025-11-25", "tools/call", id="2025 CreateTaskResult for tools/call"),
-    pytest.param(response({"content": [{"type": "text", "text": "hi"}], "isError": False}), "2025-11-25",
-                 "tools/call", id="2025 CallToolResult"),
+    pytest.param(
+        response({"content": [{"type": "text", "text": "hi"}], "isError": False}),
+        "2025-11-25",
+        "tools/call",
+        id="2025 CallToolResult",
+    ),
     pytest.param(response(dict(TASK_2025), id_=3), "2025-11-25", "tasks/get", id="2025 tasks/get result"),
-    pytest.param(response({**TASK_2025, "status": "cancelled"}, id_=10), "2025-11-25", "tasks/cancel",
-                 id="2025 tasks/cancel result"),
-    pytest.param(response({"tasks": [dict(TASK_2025)], "nextCursor": "c2"}), "2025-11-25", "tasks/list",
-                 id="2025 tasks/list result"),
-    pytest.param(response({"content": [{"type": "text", "text": "Hello, Luca!"}], "isError": False,
-                           "_meta": {"io.modelcontextprotocol/related-task": {"taskId": TASK_ID}}}, id_=5),
-                 "2025-11-25", "tasks/result", id="2025 tasks/result with related-task"),
-    pytest.param(notification("notifications/tasks/status", {**TASK_2025, "status": "completed"}), "2025-11-25",
-                 None, id="2025 notifications/tasks/status"),
+    pytest.param(
+        response({**TASK_2025, "status": "cancelled"}, id_=10),
+        "2025-11-25",
+        "tasks/cancel",
+        id="2025 tasks/cancel result",
+    ),
+    pytest.param(
+        response({"tasks": [dict(TASK_2025)], "nextCursor": "c2"}),
+        "2025-11-25",
+        "tasks/list",
+        id="2025 tasks/list result",
+    ),
+    pytest.param(
+        response(
+            {
+                "content": [{"type": "text", "text": "Hello, Luca!"}],
+                "isError": False,
+                "_meta": {"io.modelcontextprotocol/related-task": {"taskId": TASK_ID}},
+            },
+            id_=5,
+        ),
+        "2025-11-25",
+        "tasks/result",
+        id="2025 tasks/result with related-task",
+    ),
+    pytest.param(
+        notification("notifications/tasks/status", {**TASK_2025, "status": "completed"}),
+        "2025-11-25",
+        None,
+        id="2025 notifications/tasks/status",
+    ),
     pytest.param(response({}), "2025-11-25", "ping", id="2025 ping result"),
-    pytest.param(error({"code": -32602, "message": "Cannot cancel task: already in terminal status 'completed'"}),
-                 "2025-11-25", "tasks/cancel", id="2025 -32602 error"),
-    pytest.param(request("elicitation/create", {
-        "mode": "form", "message": "Please enter your name.",
-        "requestedSchema": {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]},
-        "_meta": {"io.modelcontextprotocol/related-task": {"taskId": TASK_ID}}}, id_="s-1"),
-        "2025-11-25", None, id="2025 server-to-client elicitation request"),
-    pytest.param({**INIT_RESULT_2025, "result": {**INIT_RESULT_2025["result"], "protocolVersion": "2025-03-26"}},
-                 "2025-03-26", "initialize", id="2025-03-26 initialize result (checked with 2025-11-25 schema)"),
+    pytest.param(
+        error({"code": -32602, "message": "Cannot cancel task: already in terminal status 'completed'"}),
+        "2025-11-25",
+        "tasks/cancel",
+        id="2025 -32602 error",
+    ),
+    pytest.param(
+        request(
+            "elicitation/create",
+            {
+                "mode": "form",
+                "message": "Please enter your name.",
+                "requestedSchema": {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]},
+                "_meta": {"io.modelcontextprotocol/related-task": {"taskId": TASK_ID}},
+            },
+            id_="s-1",
+        ),
+        "2025-11-25",
+        None,
+        id="2025 server-to-client elicitation request",
+    ),
+    pytest.param(
+        {**INIT_RESULT_2025, "result": {**INIT_RESULT_2025["result"], "protocolVersion": "2025-03-26"}},
+        "2025-03-26",
+        "initialize",
+        id="2025-03-26 initialize result (checked with 2025-11-25 schema)",
+    ),
     pytest.param(CREATE_TASK_2026, "2026-07-28", "tools/call", id="2026 CreateTaskResult"),
     pytest.param(GET_TASK_COMPLETED_2026, "2026-07-28", "tasks/get", id="2026 GetTaskResult with inline result"),
     pytest.param(GET_TASK_INPUT_REQUIRED_2026, "2026-07-28", "tasks/get", id="2026 GetTaskResult input_required"),
-    pytest.param(response({"resultType": "complete", "taskId": TASK_ID, "status": "failed",
-                           "createdAt": "2025-11-25T10:30:00Z", "lastUpdatedAt": "2025-11-25T10:40:00Z",
-                           "ttlMs": 60000, "error": {"code": -32603, "message": "API rate limit exceeded"}}, id_=9),
-                 "2026-07-28", "tasks/get", id="2026 GetTaskResult failed with inline error"),
-    pytest.param(response({"resultType": "complete"}, id_=5), "2026-07-28", "tasks/update",
-                 id="2026 UpdateTaskResult"),
-    pytest.param(response({"resultType": "complete"}, id_=10), "2026-07-28", "tasks/cancel",
-                 id="2026 CancelTaskResult"),
+    pytest.param(
+        response(
+            {
+                "resultType": "complete",
+                "taskId": TASK_ID,
+                "status": "failed",
+                "createdAt": "2025-11-25T10:30:00Z",
+                "lastUpdatedAt": "2025-11-25T10:40:00Z",
+                "ttlMs": 60000,
+                "error": {"code": -32603, "message": "API rate limit exceeded"},
+            },
+            id_=9,
+        ),
+        "2026-07-28",
+        "tasks/get",
+        id="2026 GetTaskResult failed with inline error",
+    ),
+    pytest.param(response({"resultType": "complete"}, id_=5), "2026-07-28", "tasks/update", id="2026 UpdateTaskResult"),
+    pytest.param(
+        response({"resultType": "complete"}, id_=10), "2026-07-28", "tasks/cancel", id="2026 CancelTaskResult"
+    ),
     pytest.param(TASK_NOTIFICATION_2026, "2026-07-28", None, id="2026 notifications/tasks with subscriptionId"),
     pytest.param(DISCOVER_2026, "2026-07-28", "server/discover", id="2026 DiscoverResult"),
-    pytest.param(request("tasks/get", {"taskId": TASK_ID, "_meta": META_2026}, id_=3), "2026-07-28", None,
-                 id="2026 tasks/get request"),
-    pytest.param(error({"code": -32021, "message": "Missing required client capability",
-                        "data": {"requiredCapabilities": {"extensions": {"io.modelcontextprotocol/tasks": {}}}}},
-                       id_=12), "2026-07-28", "tasks/get", id="2026 -32021 error"),
-    pytest.param(error({"code": -32601, "message": "Method not found"}, id_=11), "2026-07-28", "tasks/list",
-                 id="2026 -32601 for removed tasks/list"),
+    pytest.param(
+        request("tasks/get", {"taskId": TASK_ID, "_meta": META_2026}, id_=3),
+        "2026-07-28",
+        None,
+        id="2026 tasks/get request",
+    ),
+    pytest.param(
+        error(
+            {
+                "code": -32021,
+                "message": "Missing required client capability",
+                "data": {"requiredCapabilities": {"extensions": {"io.modelcontextprotocol/tasks": {}}}},
+            },
+            id_=12,
+        ),
+        "2026-07-28",
+        "tasks/get",
+        id="2026 -32021 error",
+    ),
+    pytest.param(
+        error({"code": -32601, "message": "Method not found"}, id_=11),
+        "2026-07-28",
+        "tasks/list",
+        id="2026 -32601 for removed tasks/list",
+    ),
 ]
 
 
@@ -222,8 +371,9 @@ def test_valid_frame_is_accepted(frame, revision, request_method):
 
 
 def test_2026_tools_call_result_without_result_type_is_rejected():
-    msg = rejected(response({"content": [{"type": "text", "text": "hi"}], "isError": False}), "2026-07-28",
-                   "tools/call")
+    msg = rejected(
+        response({"content": [{"type": "text", "text": "hi"}], "isError": False}), "2026-07-28", "tools/call"
+    )
     assert "resultType" in msg
 
 
@@ -279,15 +429,17 @@ def test_2026_header_mismatch_error_is_checked_against_its_definition():
 
 
 def test_2026_legacy_error_codes_are_rejected():
-    assert "-32042" in rejected(error({"code": -32042, "message": "URL elicitation required",
-                                       "data": {"elicitations": []}}), "2026-07-28")
+    assert "-32042" in rejected(
+        error({"code": -32042, "message": "URL elicitation required", "data": {"elicitations": []}}), "2026-07-28"
+    )
     rejected(error({"code": -32002, "message": "Resource not found"}), "2026-07-28")
     rejected(error({"code": -32050, "message": "made-up reserved code"}), "2026-07-28")
 
 
 def test_2025_url_elicitation_error_requires_elicitations():
-    check_frame(error({"code": -32042, "message": "URL elicitation required", "data": {"elicitations": []}}),
-                "2025-11-25")
+    check_frame(
+        error({"code": -32042, "message": "URL elicitation required", "data": {"elicitations": []}}), "2025-11-25"
+    )
     rejected(error({"code": -32042, "message": "URL elicitation required"}), "2025-11-25")
 
 
@@ -309,14 +461,16 @@ def test_2025_create_task_result_is_rejected_for_hosts_older_than_2025_11_25():
 
 
 def test_2025_tasks_result_without_related_task_meta_is_rejected():
-    msg = rejected(response({"content": [{"type": "text", "text": "x"}], "isError": False}), "2025-11-25",
-                   "tasks/result")
+    msg = rejected(
+        response({"content": [{"type": "text", "text": "x"}], "isError": False}), "2025-11-25", "tasks/result"
+    )
     assert "related-task" in msg
 
 
 def test_2025_tasks_result_must_be_a_call_tool_result():
-    rejected(response({"_meta": {"io.modelcontextprotocol/related-task": {"taskId": TASK_ID}}}), "2025-11-25",
-             "tasks/result")
+    rejected(
+        response({"_meta": {"io.modelcontextprotocol/related-task": {"taskId": TASK_ID}}}), "2025-11-25", "tasks/result"
+    )
 
 
 def test_2026_get_task_result_with_result_type_task_is_rejected():
@@ -373,8 +527,9 @@ def test_2026_request_without_meta_is_rejected():
 
 
 def test_2026_tasks_get_request_is_checked_against_the_extension_schema():
-    assert "ext-tasks schema, $defs/GetTaskRequest" in rejected(request("tasks/get", {"_meta": META_2026}),
-                                                                "2026-07-28")
+    assert "ext-tasks schema, $defs/GetTaskRequest" in rejected(
+        request("tasks/get", {"_meta": META_2026}), "2026-07-28"
+    )
 
 
 def test_2026_task_request_without_meta_is_rejected_although_the_extension_schema_allows_it():
@@ -388,8 +543,10 @@ def test_2026_listen_task_ids_must_be_a_list_of_strings():
     check_frame(listen, "2026-07-28")
     listen["params"]["notifications"]["taskIds"] = TASK_ID
     assert "TaskSubscriptionNotifications" in rejected(listen, "2026-07-28")
-    ack = notification("notifications/subscriptions/acknowledged", {
-        "notifications": {"taskIds": [1]}, "_meta": {"io.modelcontextprotocol/subscriptionId": "L1"}})
+    ack = notification(
+        "notifications/subscriptions/acknowledged",
+        {"notifications": {"taskIds": [1]}, "_meta": {"io.modelcontextprotocol/subscriptionId": "L1"}},
+    )
     assert "TaskSubscriptionAcknowledgedNotifications" in rejected(ack, "2026-07-28")
 
 
@@ -444,8 +601,9 @@ def test_result_map_pairs_methods_with_their_result_definitions():
 
 
 def test_compiled_validators_are_cached():
-    assert wire_schema._validator("2026-07-28", "CallToolResult") is wire_schema._validator("2026-07-28",
-                                                                                             "CallToolResult")
+    assert wire_schema._validator("2026-07-28", "CallToolResult") is wire_schema._validator(
+        "2026-07-28", "CallToolResult"
+    )
 
 
 def _write_log(tmp_path: Path, entries: list) -> Path:
@@ -455,25 +613,31 @@ def _write_log(tmp_path: Path, entries: list) -> Path:
 
 
 def test_wire_log_with_valid_frames_returns_the_count(tmp_path):
-    path = _write_log(tmp_path, [
-        {"rev": "2025-11-25", "method": "initialize", "frame": INIT_RESULT_2025},
-        {"rev": "2026-07-28", "method": "tools/call", "frame": CREATE_TASK_2026},
-        {"method": "notifications/tasks", "frame": TASK_NOTIFICATION_2026},
-        "",
-    ])
+    path = _write_log(
+        tmp_path,
+        [
+            {"rev": "2025-11-25", "method": "initialize", "frame": INIT_RESULT_2025},
+            {"rev": "2026-07-28", "method": "tools/call", "frame": CREATE_TASK_2026},
+            {"method": "notifications/tasks", "frame": TASK_NOTIFICATION_2026},
+            "",
+        ],
+    )
     assert check_wire_log(path, default_revision="2026-07-28") == 3
 
 
 def test_wire_log_collects_every_failure_into_one_error(tmp_path):
     bad_create = copy.deepcopy(CREATE_TASK_2025)
     del bad_create["result"]["task"]["createdAt"]
-    path = _write_log(tmp_path, [
-        {"rev": "2025-11-25", "method": "tools/call", "frame": bad_create},
-        {"rev": "2026-07-28", "method": "server/discover", "frame": DISCOVER_2026},
-        {"rev": "2026-07-28", "method": "tools/call", "frame": response({"content": []})},
-        "{not json",
-        {"method": "tools/call", "frame": CREATE_TASK_2026},  # no rev and no default
-    ])
+    path = _write_log(
+        tmp_path,
+        [
+            {"rev": "2025-11-25", "method": "tools/call", "frame": bad_create},
+            {"rev": "2026-07-28", "method": "server/discover", "frame": DISCOVER_2026},
+            {"rev": "2026-07-28", "method": "tools/call", "frame": response({"content": []})},
+            "{not json",
+            {"method": "tools/call", "frame": CREATE_TASK_2026},  # no rev and no default
+        ],
+    )
     with pytest.raises(AssertionError) as info:
         check_wire_log(path)
     msg = str(info.value)

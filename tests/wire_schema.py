@@ -31,7 +31,7 @@ from __future__ import annotations
 import functools
 import json
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError
@@ -39,7 +39,7 @@ from jsonschema.validators import validator_for
 from referencing import Registry
 from referencing.jsonschema import DRAFT202012
 
-__all__ = ["check_frame", "check_wire_log", "check_definition", "result_definitions", "REVISIONS"]
+__all__ = ["REVISIONS", "check_definition", "check_frame", "check_wire_log", "result_definitions"]
 
 SCHEMA_DIR = Path(__file__).resolve().parent / "data" / "schema"
 
@@ -390,8 +390,10 @@ def _check_message(fails: _Failures, frame: dict, revision: str, key: str, *, is
     specific = [(k, n) for k, n in defs if n.endswith(kind)]
     if defs and not specific:
         other = "notification" if is_request else "request"
-        fails.items.append(f"`{method}` is a {other} method in the {key} schema ({', '.join(n for _, n in defs)}), "
-                           f"but the frame {'has' if is_request else 'lacks'} an `id`")
+        fails.items.append(
+            f"`{method}` is a {other} method in the {key} schema ({', '.join(n for _, n in defs)}), "
+            f"but the frame {'has' if is_request else 'lacks'} an `id`"
+        )
     # A method no definition names (vendor or removed method) is checked as a bare envelope only.
     for k, name in specific:
         fails.schema(k, name, frame)
@@ -410,9 +412,11 @@ def _check_message(fails: _Failures, frame: dict, revision: str, key: str, *, is
     if key == CORE_2026 and not is_request and method in _LISTEN_ONLY_NOTIFICATIONS_2026:
         meta = params.get("_meta") if isinstance(params.get("_meta"), dict) else {}
         if _SUBSCRIPTION_ID not in meta:
-            fails.rule(f"`{method}` travels only on a subscriptions/listen stream and MUST carry "
-                       f"params._meta[{_SUBSCRIPTION_ID!r}]",
-                       "docs/specification/2026-07-28/basic/index.mdx:412-414")
+            fails.rule(
+                f"`{method}` travels only on a subscriptions/listen stream and MUST carry "
+                f"params._meta[{_SUBSCRIPTION_ID!r}]",
+                "docs/specification/2026-07-28/basic/index.mdx:412-414",
+            )
     if key == CORE_2026 and method == "notifications/tasks":
         _check_inline_task_result(fails, params, "$.params")
 
@@ -431,16 +435,19 @@ def _check_error(fails: _Failures, frame: dict, revision: str, key: str) -> None
         # spec defines (the schema's -32020/-32021/-32022); -32002 and -32042 MUST NOT be emitted.
         defined = {c for c in _error_defs(key) if -32099 <= c <= -32020}
         if code == -32002 or (-32099 <= code <= -32020 and code not in defined):
-            fails.rule(f"error code {code} MUST NOT be emitted under 2026-07-28 "
-                       f"(reserved range -32020..-32099 allows only {sorted(defined)}; -32002 is legacy)",
-                       "docs/specification/2026-07-28/basic/index.mdx:117-144")
+            fails.rule(
+                f"error code {code} MUST NOT be emitted under 2026-07-28 "
+                f"(reserved range -32020..-32099 allows only {sorted(defined)}; -32002 is legacy)",
+                "docs/specification/2026-07-28/basic/index.mdx:117-144",
+            )
 
 
 def _check_result(fails: _Failures, frame: dict, revision: str, key: str, method: str | None) -> None:
     result = frame.get("result")
     if key == CORE_2026 and isinstance(result, dict) and "resultType" not in result:
-        fails.rule("every 2026-07-28 result MUST carry `resultType`",
-                   "docs/specification/2026-07-28/basic/index.mdx:73")
+        fails.rule(
+            "every 2026-07-28 result MUST carry `resultType`", "docs/specification/2026-07-28/basic/index.mdx:73"
+        )
     if not fails.schema(key, "JSONRPCResultResponse", frame) or not isinstance(result, dict):
         return
     if key == CORE_2026:
@@ -456,18 +463,24 @@ def _check_result_2026(fails: _Failures, result: dict, method: str | None) -> No
     rt = result["resultType"]
     if rt == "input_required":
         if method is not None and method not in _INPUT_REQUIRED_METHODS:
-            fails.rule(f"`{method}` MUST NOT be answered with resultType \"input_required\" "
-                       f"(only {', '.join(_INPUT_REQUIRED_METHODS)})",
-                       "docs/specification/2026-07-28/basic/patterns/mrtr.mdx:184-192")
+            fails.rule(
+                f'`{method}` MUST NOT be answered with resultType "input_required" '
+                f"(only {', '.join(_INPUT_REQUIRED_METHODS)})",
+                "docs/specification/2026-07-28/basic/patterns/mrtr.mdx:184-192",
+            )
         if "inputRequests" not in result and "requestState" not in result:
-            fails.rule("an InputRequiredResult MUST include `inputRequests` or `requestState`",
-                       "docs/specification/2026-07-28/basic/patterns/mrtr.mdx:245")
+            fails.rule(
+                "an InputRequiredResult MUST include `inputRequests` or `requestState`",
+                "docs/specification/2026-07-28/basic/patterns/mrtr.mdx:245",
+            )
         fails.schema(CORE_2026, "InputRequiredResult", result, "$.result")
     elif rt == "task":
         if method is not None and method not in _TASK_RESULT_METHODS:
-            fails.rule(f"resultType \"task\" is only for CreateTaskResult, which only "
-                       f"{', '.join(_TASK_RESULT_METHODS)} may return; `{method}` must use \"complete\" (DIGEST X1)",
-                       "ext-tasks:specification/draft/tasks.md:87-102,338")
+            fails.rule(
+                f'resultType "task" is only for CreateTaskResult, which only '
+                f'{", ".join(_TASK_RESULT_METHODS)} may return; `{method}` must use "complete" (DIGEST X1)',
+                "ext-tasks:specification/draft/tasks.md:87-102,338",
+            )
         fails.schema(EXT_TASKS, "CreateTaskResult", result, "$.result")
     elif rt == "complete":
         # A method we cannot map (None, vendor, removed) validates against the generic Result.
@@ -476,9 +489,11 @@ def _check_result_2026(fails: _Failures, result: dict, method: str | None) -> No
         if method == "tasks/get":
             _check_inline_task_result(fails, result, "$.result")
     else:
-        fails.rule(f"unrecognized resultType {rt!r}: core defines \"complete\" and \"input_required\", "
-                   f"the tasks extension adds \"task\"; anything else MUST be treated as invalid",
-                   "docs/specification/2026-07-28/basic/index.mdx:81-84")
+        fails.rule(
+            f'unrecognized resultType {rt!r}: core defines "complete" and "input_required", '
+            f'the tasks extension adds "task"; anything else MUST be treated as invalid',
+            "docs/specification/2026-07-28/basic/index.mdx:81-84",
+        )
 
 
 def _check_inline_task_result(fails: _Failures, task: dict, where: str) -> None:
@@ -501,8 +516,10 @@ def _check_result_2025(fails: _Failures, result: dict, revision: str, method: st
         fails.schema(CORE_2025, "CallToolResult", result, "$.result")
         meta = result.get("_meta") if isinstance(result.get("_meta"), dict) else {}
         if _RELATED_TASK not in meta:
-            fails.rule(f"a tasks/result response MUST carry result._meta[{_RELATED_TASK!r}]",
-                       "docs/specification/2025-11-25/basic/utilities/tasks.mdx:755")
+            fails.rule(
+                f"a tasks/result response MUST carry result._meta[{_RELATED_TASK!r}]",
+                "docs/specification/2025-11-25/basic/utilities/tasks.mdx:755",
+            )
         else:
             fails.schema(CORE_2025, "RelatedTaskMetadata", meta[_RELATED_TASK], f"$.result._meta[{_RELATED_TASK!r}]")
         return
@@ -519,7 +536,7 @@ def check_definition(instance: Any, definition: str, revision: str) -> None:
     """
     key = _schema_key(revision)
     if definition.startswith(EXT_TASKS + ":"):
-        key, definition = EXT_TASKS, definition[len(EXT_TASKS) + 1:]
+        key, definition = EXT_TASKS, definition[len(EXT_TASKS) + 1 :]
     fails = _Failures(instance, revision)
     fails.schema(key, definition, instance)
     fails.raise_if_any()
@@ -559,13 +576,15 @@ def check_wire_log(path: str | Path, default_revision: str | None = None) -> int
                 failures.append(f"line {lineno}: no `rev` and no default_revision")
                 continue
             if isinstance(frame, dict) and "method" in frame and method is not None and method != frame["method"]:
-                failures.append(f"line {lineno}: log says method {method!r} but the frame's method is "
-                                f"{frame['method']!r}")
+                failures.append(
+                    f"line {lineno}: log says method {method!r} but the frame's method is {frame['method']!r}"
+                )
             try:
                 check_frame(frame, revision, request_method=method)
             except AssertionError as exc:
                 failures.append(f"line {lineno} (rev {revision}, method {method}): {exc}")
     if failures:
-        raise AssertionError(f"{len(failures)} wire-log failure(s) in {path} ({checked} frames checked):\n"
-                             + "\n".join(failures))
+        raise AssertionError(
+            f"{len(failures)} wire-log failure(s) in {path} ({checked} frames checked):\n" + "\n".join(failures)
+        )
     return checked

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import json
 import secrets
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse

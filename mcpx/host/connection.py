@@ -5,8 +5,9 @@ from __future__ import annotations
 import itertools
 import secrets
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, Awaitable, Callable
+from typing import Any
 
 import anyio
 
@@ -34,7 +35,7 @@ class HostConnection:
     in_flight: dict[Any, anyio.CancelScope] = field(default_factory=dict)
     resource_subscriptions: set[str] = field(default_factory=set)  # legacy resources/subscribe
     # Requests mcpx sent to this (legacy) host, waiting for its response.
-    awaiting: dict[str, "_Reply"] = field(default_factory=dict)
+    awaiting: dict[str, _Reply] = field(default_factory=dict)
     _ids: itertools.count = field(default_factory=lambda: itertools.count(1))
 
     async def request(self, send: Send, method: str, params: dict[str, Any], timeout: float) -> dict[str, Any]:
@@ -50,7 +51,9 @@ class HostConnection:
             self.awaiting.pop(rid, None)
         msg = reply.msg or {}
         if "error" in msg:
-            raise HostError(msg["error"] if isinstance(msg["error"], dict) else {"code": -32603, "message": str(msg["error"])})
+            raise HostError(
+                msg["error"] if isinstance(msg["error"], dict) else {"code": -32603, "message": str(msg["error"])}
+            )
         result = msg.get("result")
         return result if isinstance(result, dict) else {}
 

@@ -29,14 +29,16 @@ from ..upstream.catalogue import KINDS
 from ..upstream.pool import UpstreamPool, UpstreamServer
 from ..upstream.session import RELAYED_CLIENT_CAPS
 from .connection import HostError, RequestContext
-from .modern_tasks import ModernTasks, detailed
 from .legacy_tasks import TASK_CAPABILITY, LegacyTasks, TaskErrorReply, task_support, tasks_enabled
+from .modern_tasks import ModernTasks, detailed
 from .subscriptions import LIST_FILTERS, Hub, Listener
 
 log = logging.getLogger("mcpx.host")
 
 SERVER_INFO = {"name": "mcpx", "version": __version__}
-INSTRUCTIONS = "mcpx gateway: tools, prompts and resources from several MCP servers; namespaced ones appear as <server>__<name>."
+INSTRUCTIONS = (
+    "mcpx gateway: tools, prompts and resources from several MCP servers; namespaced ones appear as <server>__<name>."
+)
 # Request-scoped notifications a call relays to its host; anything else an upstream sends on a
 # request's stream is not the host's business.
 _RELAYED = frozenset({"notifications/progress", "notifications/message"})
@@ -48,7 +50,9 @@ QUESTION_TIMEOUT_S = 600.0
 
 
 class Dispatcher:
-    def __init__(self, config: Config, pool: UpstreamPool, hub: Hub, engine: TaskEngine, broker: Broker | None = None) -> None:
+    def __init__(
+        self, config: Config, pool: UpstreamPool, hub: Hub, engine: TaskEngine, broker: Broker | None = None
+    ) -> None:
         self.config = config
         self.broker = broker or Broker(engine.store)
         self.pool = pool
@@ -180,7 +184,16 @@ class Dispatcher:
         return await self._list(ctx, params, "resourceTemplates")
 
     # ---- forwarded requests --------------------------------------------------------------
-    async def _forward(self, ctx: RequestContext, server: UpstreamServer, method: str, params: dict[str, Any], timeout: float | None = None, *, raw_state: bool = False) -> dict[str, Any]:
+    async def _forward(
+        self,
+        ctx: RequestContext,
+        server: UpstreamServer,
+        method: str,
+        params: dict[str, Any],
+        timeout: float | None = None,
+        *,
+        raw_state: bool = False,
+    ) -> dict[str, Any]:
         """One upstream request for a host request, with the questions the upstream asks on the way.
 
         2026 upstream, 2026 host: MRTR rounds pass through; the host's real capabilities go up,
@@ -216,7 +229,13 @@ class Dispatcher:
         log_level = ctx.log_level if ctx.era == "modern" else ctx.conn.log_level
         on_request = self._asker(ctx, server)
         try:
-            res = await session.request(method, session.shape_params(up, client_caps=caps, log_level=log_level), on_notify=self._relay(ctx), on_request=on_request, timeout=timeout)
+            res = await session.request(
+                method,
+                session.shape_params(up, client_caps=caps, log_level=log_level),
+                on_notify=self._relay(ctx),
+                on_request=on_request,
+                timeout=timeout,
+            )
             rounds = 0
             while res.get("resultType") == "input_required" and mrtr and ctx.era == "legacy":
                 rounds += 1
@@ -227,14 +246,24 @@ class Dispatcher:
                 retry.pop("requestState", None)
                 if res.get("requestState") is not None:
                     retry["requestState"] = res["requestState"]
-                res = await session.request(method, session.shape_params(retry, client_caps=caps, log_level=log_level), on_notify=self._relay(ctx), timeout=timeout)
+                res = await session.request(
+                    method,
+                    session.shape_params(retry, client_caps=caps, log_level=log_level),
+                    on_notify=self._relay(ctx),
+                    timeout=timeout,
+                )
         except TimeoutError:
             raise UpstreamUnavailable(f"upstream {server.key!r} did not answer {method} within {timeout} s") from None
         if res.get("resultType") == "input_required":
             if not mrtr:
                 raise InternalError(f"upstream {server.key!r} asked for input that mcpx cannot relay to this host")
             if not raw_state:
-                res = {**res, "requestState": request_state.wrap(self.state_key, res.get("requestState"), bound, round_ + 1, now_ms())}
+                res = {
+                    **res,
+                    "requestState": request_state.wrap(
+                        self.state_key, res.get("requestState"), bound, round_ + 1, now_ms()
+                    ),
+                }
         return res
 
     def _asker(self, ctx: RequestContext, server: UpstreamServer) -> Any:
@@ -243,7 +272,9 @@ class Dispatcher:
 
         return ask
 
-    async def _ask_host(self, ctx: RequestContext, method: str, params: dict[str, Any], server: UpstreamServer, key: str = "q") -> dict[str, Any]:
+    async def _ask_host(
+        self, ctx: RequestContext, method: str, params: dict[str, Any], server: UpstreamServer, key: str = "q"
+    ) -> dict[str, Any]:
         """One question, through the broker: asked of a 2025 host on the stream of the request that
         caused it (if it declared that capability), and open to an operator in any case."""
         clean = {k: v for k, v in params.items() if k != "_meta"}
@@ -276,7 +307,10 @@ class Dispatcher:
         elif ctx.era == "modern" and ctx.task_id is None and ctx.park is not None and capability not in ctx.client_caps:
             # The upstream needs what this 2026 host did not declare: the host's call gets -32021
             # (index.mdx:387-392) and the held upstream call is dropped.
-            refused = MissingClientCapability(f"Missing required client capability: {capability}", {"requiredCapabilities": {capability or method: {}}})
+            refused = MissingClientCapability(
+                f"Missing required client capability: {capability}",
+                {"requiredCapabilities": {capability or method: {}}},
+            )
             ctx.park.refuse(refused)
             raise refused
         elif ctx.era == "modern" and ctx.task_id is None and ctx.park is not None:
@@ -284,9 +318,13 @@ class Dispatcher:
             # upstream call is held open, and its retry answers it (host/parking.py).
             host_ask = ctx.park.hold
         call = f"task:{ctx.task_id}" if ctx.task_id else f"conn:{ctx.conn.id}"
-        return await self.broker.ask(upstream=server.key, method=method, params=clean, call=call, host=ctx.conn.id, host_ask=host_ask)
+        return await self.broker.ask(
+            upstream=server.key, method=method, params=clean, call=call, host=ctx.conn.id, host_ask=host_ask
+        )
 
-    async def ask_in_task(self, ctx: RequestContext, requests: dict[str, Any], server: UpstreamServer) -> dict[str, Any]:
+    async def ask_in_task(
+        self, ctx: RequestContext, requests: dict[str, Any], server: UpstreamServer
+    ) -> dict[str, Any]:
         """One MRTR round an upstream asked inside a 2026 task: every request becomes an
         inputRequest of the task (and a broker question an operator may answer)."""
         return await self._ask_all(ctx, requests, server)
@@ -316,10 +354,20 @@ class Dispatcher:
                 return await self.legacy_tasks.call_as_task(ctx, params, route, server)
         if ctx.era == "modern":
             support = task_support(self, route.server, route.item, route.name)
-            return await self.modern_tasks.call(ctx, {k: v for k, v in params.items() if k != "task"}, route, server, support)
+            return await self.modern_tasks.call(
+                ctx, {k: v for k, v in params.items() if k != "task"}, route, server, support
+            )
         return await self.call_tool(ctx, params, route, server)
 
-    async def call_tool(self, ctx: RequestContext, params: dict[str, Any], route: Any, server: UpstreamServer, *, raw_state: bool = False) -> dict[str, Any]:
+    async def call_tool(
+        self,
+        ctx: RequestContext,
+        params: dict[str, Any],
+        route: Any,
+        server: UpstreamServer,
+        *,
+        raw_state: bool = False,
+    ) -> dict[str, Any]:
         """One upstream tools/call, shaped for the host's revision.
 
         A call that runs under the task engine (an mcpx task, or a 2026 call that may become one:
@@ -336,8 +384,12 @@ class Dispatcher:
         if run is not None and not run.taskable:
             run = None  # a call that can never become an mcpx task has no task to hand a question to
         session = await server.ready_session() if run is not None and (raw_state or ctx.era == "legacy") else None
-        if session is None or not upstream_tasks.task_capable(session, upstream_tasks.upstream_tool(server, route.name)):
-            res = await self._forward(ctx, server, "tools/call", {**params, "name": route.name}, timeout, raw_state=raw_state)
+        if session is None or not upstream_tasks.task_capable(
+            session, upstream_tasks.upstream_tool(server, route.name)
+        ):
+            res = await self._forward(
+                ctx, server, "tools/call", {**params, "name": route.name}, timeout, raw_state=raw_state
+            )
             if res.get("resultType") == "input_required":
                 return res  # not a CallToolResult: nothing to trim
             return shaping.call_result_for(res, ctx.revision)
@@ -350,7 +402,11 @@ class Dispatcher:
                     up[key] = params[key]
         caps: dict[str, Any] = {}
         if session.era == "modern":  # as _forward declares them: the 2026 host's own; for a 2025 host, all it relays
-            caps = {k: v for k, v in ctx.client_caps.items() if k in _RELAYABLE_CAPS} if ctx.era == "modern" else dict(RELAYED_CLIENT_CAPS)
+            caps = (
+                {k: v for k, v in ctx.client_caps.items() if k in _RELAYABLE_CAPS}
+                if ctx.era == "modern"
+                else dict(RELAYED_CLIENT_CAPS)
+            )
         record = await self.engine.get(run.task_id) if run.task_id is not None else None
         ttl = record.ttl_ms if record is not None else self.config.tasks.ttlMs
         engine = self.engine
@@ -372,10 +428,18 @@ class Dispatcher:
         try:
             with anyio.fail_after(timeout):
                 res = await upstream_tasks.call(
-                    session, up, get_session=server.ready_session, on_task_id=remember, ttl_ms=ttl, client_caps=caps,
+                    session,
+                    up,
+                    get_session=server.ready_session,
+                    on_task_id=remember,
+                    ttl_ms=ttl,
+                    client_caps=caps,
                     log_level=ctx.log_level if ctx.era == "modern" else ctx.conn.log_level,
-                    on_notify=self._relay(ctx), on_request=self._asker(ctx, server), on_input=on_input,
-                    ask_round=ask_round if ctx.era == "legacy" else None, keep_upstream=lambda: engine.closing,
+                    on_notify=self._relay(ctx),
+                    on_request=self._asker(ctx, server),
+                    on_input=on_input,
+                    ask_round=ask_round if ctx.era == "legacy" else None,
+                    keep_upstream=lambda: engine.closing,
                 )
         except TimeoutError:
             raise UpstreamUnavailable(f"upstream {server.key!r} did not finish tools/call within {timeout} s") from None
@@ -388,7 +452,9 @@ class Dispatcher:
         if "arguments" in params and not isinstance(params["arguments"], dict):
             raise InvalidParams("prompts/get: params.arguments must be an object")
         server = self.pool.servers[route.server]
-        res = await self._forward(ctx, server, "prompts/get", {**params, "name": route.name}, server.cfg.mcpx.callTimeout)
+        res = await self._forward(
+            ctx, server, "prompts/get", {**params, "name": route.name}, server.cfg.mcpx.callTimeout
+        )
         return res if res.get("resultType") == "input_required" else shaping.result_for(res, ctx.revision)
 
     async def _resources_read(self, ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
@@ -420,8 +486,12 @@ class Dispatcher:
         else:
             raise InvalidParams("completion/complete: ref.type must be ref/prompt or ref/resource")
         if "completions" not in server.capabilities:
-            raise MethodNotFound(f"Upstream {server.key!r} offers no completions", http_status=404 if ctx.era == "modern" else None)
-        return shaping.result_for(await self._forward(ctx, server, "completion/complete", {**params, "ref": ref}), ctx.revision)
+            raise MethodNotFound(
+                f"Upstream {server.key!r} offers no completions", http_status=404 if ctx.era == "modern" else None
+            )
+        return shaping.result_for(
+            await self._forward(ctx, server, "completion/complete", {**params, "ref": ref}), ctx.revision
+        )
 
     async def _subscribe(self, ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
         exposed = params.get("uri")
@@ -458,7 +528,9 @@ class Dispatcher:
         agreed: dict[str, Any] = {}
         methods: set[str] = set()
         for key, method in LIST_FILTERS.items():
-            kind = {"toolsListChanged": "tools", "promptsListChanged": "prompts", "resourcesListChanged": "resources"}[key]
+            kind = {"toolsListChanged": "tools", "promptsListChanged": "prompts", "resourcesListChanged": "resources"}[
+                key
+            ]
             if wanted.get(key) is True and kind in caps:
                 agreed[key] = True
                 methods.add(method)
@@ -480,7 +552,11 @@ class Dispatcher:
             task_ids = await self.modern_tasks.listen_tasks(ctx, wanted["taskIds"], ctx.notify, rid)
             agreed["taskIds"] = task_ids
         listener = Listener(rid, ctx.notify, methods, resources, set(task_ids))
-        await ctx.notify(jsonrpc.notification("notifications/subscriptions/acknowledged", {"_meta": {META_SUBSCRIPTION: rid}, "notifications": agreed}))
+        await ctx.notify(
+            jsonrpc.notification(
+                "notifications/subscriptions/acknowledged", {"_meta": {META_SUBSCRIPTION: rid}, "notifications": agreed}
+            )
+        )
         key = self.hub.add(listener)
         try:
             for server, uri in watched:
@@ -514,7 +590,9 @@ class Dispatcher:
 
     def _tasks_gate(self, ctx: RequestContext) -> None:
         if not tasks_enabled(ctx):
-            raise MethodNotFound(f"Method not found: tasks exist only in 2025-11-25 sessions (this one is {ctx.revision})")
+            raise MethodNotFound(
+                f"Method not found: tasks exist only in 2025-11-25 sessions (this one is {ctx.revision})"
+            )
 
     async def _modern_get(self, ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
         return await self.modern_tasks.get(ctx, params)
@@ -546,7 +624,12 @@ class Dispatcher:
     def wrap_round(self, res: dict[str, Any], params: dict[str, Any], route: Any, round_: int) -> dict[str, Any]:
         """An MRTR round asked before any task existed, handed to the host with mcpx's signed state
         (bound to the upstream params, as `_forward` checks it on the retry)."""
-        return {**res, "requestState": request_state.wrap(self.state_key, res.get("requestState"), self._bound(params, route), round_ + 1, now_ms())}
+        return {
+            **res,
+            "requestState": request_state.wrap(
+                self.state_key, res.get("requestState"), self._bound(params, route), round_ + 1, now_ms()
+            ),
+        }
 
     async def _task_changed(self, task: Any) -> None:
         """Legacy: notifications/tasks/status to the owning session. Modern: notifications/tasks

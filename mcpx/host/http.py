@@ -40,7 +40,9 @@ _STREAMING = frozenset({"tools/call", "prompts/get", "resources/read", "subscrip
 
 
 class McpEndpoint:
-    def __init__(self, router: HostRouter, *, max_body: int, allowed_origins: list[str], tokens: dict[str, str], store: Any) -> None:
+    def __init__(
+        self, router: HostRouter, *, max_body: int, allowed_origins: list[str], tokens: dict[str, str], store: Any
+    ) -> None:
         self.router = router
         self.store = store
         self.max_body = max_body
@@ -64,7 +66,15 @@ class McpEndpoint:
         peer = f"{client[0]}:{client[1]}" if client else None
         origin = headers.get("origin")
         if origin is not None and not self._origin_ok(origin):
-            return await _json(send, 403, emit(_rev_hint(headers), None, jsonrpc.error(None, {"code": -32600, "message": f"Forbidden: origin {origin!r} is not allowed"})))
+            return await _json(
+                send,
+                403,
+                emit(
+                    _rev_hint(headers),
+                    None,
+                    jsonrpc.error(None, {"code": -32600, "message": f"Forbidden: origin {origin!r} is not allowed"}),
+                ),
+            )
         principal = None
         if self.tokens:
             auth = headers.get("authorization", "")
@@ -98,10 +108,20 @@ class McpEndpoint:
         return parts.scheme in ("http", "https") and (parts.hostname or "") in _LOOPBACK_HOSTS
 
     # ---- POST ----------------------------------------------------------------------------
-    async def _post(self, headers: dict[str, str], peer: str | None, principal: str | None, receive: Any, send: Any) -> None:
+    async def _post(
+        self, headers: dict[str, str], peer: str | None, principal: str | None, receive: Any, send: Any
+    ) -> None:
         body = await _read_body(receive, self.max_body, headers)
         if body is None:
-            return await _json(send, 413, emit(_rev_hint(headers), None, jsonrpc.error(None, {"code": -32600, "message": f"Request body exceeds {self.max_body} bytes"})))
+            return await _json(
+                send,
+                413,
+                emit(
+                    _rev_hint(headers),
+                    None,
+                    jsonrpc.error(None, {"code": -32600, "message": f"Request body exceeds {self.max_body} bytes"}),
+                ),
+            )
         try:
             msg = jsonrpc.parse(body)
         except McpError as exc:
@@ -131,23 +151,44 @@ class McpEndpoint:
                 ctx = self.router.modern_context(conn, msg.params, None)
                 modern.check_headers(msg.method, msg.params, headers, tasks_extension=True)
                 if msg.method == "tools/call":
-                    modern.check_param_headers(self.router.dispatcher.tool_schema(msg.params.get("name")), msg.params.get("arguments"), headers)
+                    modern.check_param_headers(
+                        self.router.dispatcher.tool_schema(msg.params.get("name")), msg.params.get("arguments"), headers
+                    )
             except McpError as exc:
                 return await _json(send, exc.http_status, emit(MODERN, msg.method, jsonrpc.error_from(msg.id, exc)))
         else:
             if sid is None:
                 exc: McpError
                 if headers.get("mcp-protocol-version") == MODERN:
-                    exc = InvalidParams(f"Missing params._meta[{'io.modelcontextprotocol/protocolVersion'!r}] for {MODERN}", http_status=400)
+                    exc = InvalidParams(
+                        f"Missing params._meta[{'io.modelcontextprotocol/protocolVersion'!r}] for {MODERN}",
+                        http_status=400,
+                    )
                 else:
-                    exc = InvalidRequest("Missing Mcp-Session-Id header: send initialize first, or use 2026-07-28 _meta")
+                    exc = InvalidRequest(
+                        "Missing Mcp-Session-Id header: send initialize first, or use 2026-07-28 _meta"
+                    )
                 return await _json(send, 400, emit(_rev_hint(headers), msg.method, jsonrpc.error_from(msg.id, exc)))
             conn = await self._session(sid, principal)
             if conn is None:
-                return await _json(send, 404, emit(LEGACY_LATEST, msg.method, jsonrpc.error(msg.id, {"code": -32600, "message": "Session not found: initialize again"})))
+                return await _json(
+                    send,
+                    404,
+                    emit(
+                        LEGACY_LATEST,
+                        msg.method,
+                        jsonrpc.error(msg.id, {"code": -32600, "message": "Session not found: initialize again"}),
+                    ),
+                )
             version = headers.get("mcp-protocol-version")
             if version is not None and version != conn.revision:
-                err = jsonrpc.error(msg.id, {"code": -32600, "message": f"MCP-Protocol-Version {version!r} does not match the session's {conn.revision!r}"})
+                err = jsonrpc.error(
+                    msg.id,
+                    {
+                        "code": -32600,
+                        "message": f"MCP-Protocol-Version {version!r} does not match the session's {conn.revision!r}",
+                    },
+                )
                 return await _json(send, 400, emit(conn.revision, msg.method, err))
             ctx = self.router.legacy_context(conn, msg.params, None)
         await self._run(ctx, msg, headers, receive, send)
@@ -159,10 +200,27 @@ class McpEndpoint:
             return await _json(send, 200, frame)
         conn.id = secrets.token_urlsafe(24)
         try:
-            await self.store.put_session(conn.id, {"revision": conn.revision, "clientInfo": conn.client_info, "clientCaps": conn.client_caps, "principal": principal, "peer": peer})
+            await self.store.put_session(
+                conn.id,
+                {
+                    "revision": conn.revision,
+                    "clientInfo": conn.client_info,
+                    "clientCaps": conn.client_caps,
+                    "principal": principal,
+                    "peer": peer,
+                },
+            )
         except Exception as exc:  # no durable session, no session id
             log.error("could not store the session: %s", exc)
-            return await _json(send, 200, emit(conn.revision, "initialize", jsonrpc.error(msg.id, {"code": -32603, "message": "Internal error: could not store the session"})))
+            return await _json(
+                send,
+                200,
+                emit(
+                    conn.revision,
+                    "initialize",
+                    jsonrpc.error(msg.id, {"code": -32603, "message": "Internal error: could not store the session"}),
+                ),
+            )
         self.sessions[conn.id] = conn
         self.router.open(conn)
         await _json(send, 200, frame, [(b"mcp-session-id", conn.id.encode())])
@@ -290,7 +348,17 @@ class McpEndpoint:
             saved = await self.store.get_session(sid)
             if saved is None:
                 return None
-            conn = HostConnection("http", peer=saved.get("peer"), principal=saved.get("principal"), id=sid, era="legacy", revision=saved["revision"], client_info=saved.get("clientInfo") or {}, client_caps=saved.get("clientCaps") or {}, initialized=True)
+            conn = HostConnection(
+                "http",
+                peer=saved.get("peer"),
+                principal=saved.get("principal"),
+                id=sid,
+                era="legacy",
+                revision=saved["revision"],
+                client_info=saved.get("clientInfo") or {},
+                client_caps=saved.get("clientCaps") or {},
+                initialized=True,
+            )
             self.sessions[sid] = conn
             self.router.open(conn)
         if self.tokens and conn.principal != principal:
@@ -343,7 +411,9 @@ async def _read_body(receive: Any, limit: int, headers: dict[str, str]) -> bytes
     return b"".join(chunks)
 
 
-async def _json(send: Any, status: int, frame: dict[str, Any] | None, extra: list[tuple[bytes, bytes]] | None = None) -> None:
+async def _json(
+    send: Any, status: int, frame: dict[str, Any] | None, extra: list[tuple[bytes, bytes]] | None = None
+) -> None:
     body = jsonrpc.dumps(frame) if frame is not None else b""
     headers = [(b"content-type", b"application/json")] if frame is not None else []
     headers += [(b"content-length", str(len(body)).encode())] + (extra or [])
@@ -352,7 +422,13 @@ async def _json(send: Any, status: int, frame: dict[str, Any] | None, extra: lis
 
 
 async def _sse(send: Any, frame: dict[str, Any]) -> None:
-    await send({"type": "http.response.body", "body": b"event: message\ndata: " + jsonrpc.dumps(frame) + b"\n\n", "more_body": True})
+    await send(
+        {
+            "type": "http.response.body",
+            "body": b"event: message\ndata: " + jsonrpc.dumps(frame) + b"\n\n",
+            "more_body": True,
+        }
+    )
 
 
 __all__ = ["McpEndpoint", "json"]

@@ -37,7 +37,7 @@ def tasks_enabled(ctx: RequestContext) -> bool:
     return ctx.era == "legacy" and ctx.revision == LEGACY_LATEST
 
 
-def task_support(dispatcher: "Dispatcher", server_key: str, tool: dict[str, Any], upstream_name: str) -> str:
+def task_support(dispatcher: Dispatcher, server_key: str, tool: dict[str, Any], upstream_name: str) -> str:
     """Config override, else the upstream's own declaration, else `optional` (mcpx runs the task)."""
     server = dispatcher.pool.servers[server_key]
     override = server.cfg.mcpx.tools.get(upstream_name)
@@ -48,7 +48,7 @@ def task_support(dispatcher: "Dispatcher", server_key: str, tool: dict[str, Any]
 
 
 class LegacyTasks:
-    def __init__(self, dispatcher: "Dispatcher") -> None:
+    def __init__(self, dispatcher: Dispatcher) -> None:
         self.d = dispatcher
         self.streams: dict[str, list[Any]] = {}  # task id -> open tasks/result streams
 
@@ -85,7 +85,9 @@ class LegacyTasks:
             raise InvalidParams(f"Unknown task: {task_id}")  # the same for foreign and missing ids
         return task
 
-    async def call_as_task(self, ctx: RequestContext, params: dict[str, Any], route: Any, server: Any) -> dict[str, Any]:
+    async def call_as_task(
+        self, ctx: RequestContext, params: dict[str, Any], route: Any, server: Any
+    ) -> dict[str, Any]:
         meta = params.get("task")
         if not isinstance(meta, dict):
             raise InvalidParams("tools/call: params.task must be an object")
@@ -145,7 +147,10 @@ class LegacyTasks:
             out = dict(done.result)
             out["_meta"] = {**(out.get("_meta") or {}), **related}
             return out
-        error = dict(done.error or {"code": INTERNAL_ERROR, "message": "task cancelled" if done.status == CANCELLED else "task failed"})
+        error = dict(
+            done.error
+            or {"code": INTERNAL_ERROR, "message": "task cancelled" if done.status == CANCELLED else "task failed"}
+        )
         # The underlying request's JSON-RPC error, as an error reply (DIGEST 2.6, L3); an error
         # object has no _meta, so the related-task key rides in its data.
         data = error.get("data")
@@ -209,4 +214,4 @@ def _decode_cursor(cursor: Any) -> tuple[int, str] | None:
     return created, task_id
 
 
-__all__ = ["LegacyTasks", "TASK_CAPABILITY", "TaskErrorReply", "jsonrpc"]
+__all__ = ["TASK_CAPABILITY", "LegacyTasks", "TaskErrorReply", "jsonrpc"]

@@ -33,7 +33,10 @@ def declares(ctx: RequestContext) -> bool:
 
 def require(ctx: RequestContext) -> None:
     if not declares(ctx):
-        raise MissingClientCapability("Missing required client capability: the io.modelcontextprotocol/tasks extension", {"requiredCapabilities": REQUIRED})
+        raise MissingClientCapability(
+            "Missing required client capability: the io.modelcontextprotocol/tasks extension",
+            {"requiredCapabilities": REQUIRED},
+        )
 
 
 def detailed(task: Task) -> dict[str, Any]:
@@ -63,9 +66,9 @@ def _is_mrtr(result: Any) -> bool:
 
 
 class ModernTasks:
-    def __init__(self, dispatcher: "Dispatcher") -> None:
+    def __init__(self, dispatcher: Dispatcher) -> None:
         self.d = dispatcher
-        self.parks: dict[str, tuple[Any, Park, "_Slot", RequestContext]] = {}
+        self.parks: dict[str, tuple[Any, Park, _Slot, RequestContext]] = {}
 
     def owner(self, ctx: RequestContext) -> str:
         return f"principal:{ctx.conn.principal}" if ctx.conn.principal else f"modern:{ctx.conn.id}"
@@ -75,11 +78,17 @@ class ModernTasks:
         task_id = params.get("taskId")
         task = await self.d.engine.get(task_id) if isinstance(task_id, str) else None
         # Bound to a principal only when one exists; otherwise the id is the capability.
-        if task is None or task.era != "modern" or (task.owner.startswith("principal:") and task.owner != self.owner(ctx)):
+        if (
+            task is None
+            or task.era != "modern"
+            or (task.owner.startswith("principal:") and task.owner != self.owner(ctx))
+        ):
             raise InvalidParams(f"Unknown task: {task_id}")
         return task
 
-    async def call(self, ctx: RequestContext, params: dict[str, Any], route: Any, server: Any, support: str) -> dict[str, Any]:
+    async def call(
+        self, ctx: RequestContext, params: dict[str, Any], route: Any, server: Any, support: str
+    ) -> dict[str, Any]:
         """tools/call for a modern host: an inline result, an MRTR round, or a task handle.
 
         The upstream call always runs under the engine, so it can become a task (declaring
@@ -88,14 +97,19 @@ class ModernTasks:
         """
         declaring = declares(ctx)
         if not declaring and support == "required":
-            raise MissingClientCapability("This tool runs only as a task: declare the io.modelcontextprotocol/tasks extension", {"requiredCapabilities": REQUIRED})
+            raise MissingClientCapability(
+                "This tool runs only as a task: declare the io.modelcontextprotocol/tasks extension",
+                {"requiredCapabilities": REQUIRED},
+            )
         taskable = declaring and support != "forbidden"
         params, round_ = self.d.unwrap_round(params, route)  # inside, rounds carry the raw state
         park_id = park_of(params)
         if park_id is not None:
             entry = self.parks.pop(park_id, None)
             if entry is None:
-                raise InvalidParams("This input round is over (answered, expired or unknown): call the tool again without requestState")
+                raise InvalidParams(
+                    "This input round is over (answered, expired or unknown): call the tool again without requestState"
+                )
             run, park, slot, detached = entry
             detached.notify = None if taskable else ctx.notify  # progress follows the retry's stream
             responses = params.get("inputResponses") if isinstance(params.get("inputResponses"), dict) else {}
@@ -105,7 +119,15 @@ class ModernTasks:
             params = {k: v for k, v in params.items() if k not in ("inputResponses", "requestState")}
         else:
             # Tasks carry no progress or log (tasks.md:505); other calls keep their stream.
-            detached = RequestContext(ctx.conn, ctx.era, ctx.revision, ctx.client_caps, ctx.meta, None if taskable else ctx.log_level, None if taskable else ctx.notify)
+            detached = RequestContext(
+                ctx.conn,
+                ctx.era,
+                ctx.revision,
+                ctx.client_caps,
+                ctx.meta,
+                None if taskable else ctx.log_level,
+                None if taskable else ctx.notify,
+            )
             park = Park()
             detached.park = park
             slot = _Slot()
@@ -125,7 +147,11 @@ class ModernTasks:
             park.rearm()
             self.parks[park.id] = (run, park, slot, detached)
             self.d.engine.tg.start_soon(self._forget_when_done, park.id, run)
-            round_result = {"resultType": "input_required", "inputRequests": dict(park.outstanding), "requestState": {"mcpxPark": park.id}}
+            round_result = {
+                "resultType": "input_required",
+                "inputRequests": dict(park.outstanding),
+                "requestState": {"mcpxPark": park.id},
+            }
             return self.d.wrap_round(round_result, params, route, round_)
         if outcome == "done" and (support != "required" or _is_mrtr(run.result)):
             if run.exception is not None:
@@ -136,7 +162,7 @@ class ModernTasks:
             return run.result
         return await self._adopt(ctx, run, slot, detached, route, server, params)
 
-    def _work(self, detached: RequestContext, params: dict[str, Any], route: Any, server: Any, slot: "_Slot") -> Any:
+    def _work(self, detached: RequestContext, params: dict[str, Any], route: Any, server: Any, slot: _Slot) -> Any:
         async def work() -> dict[str, Any]:
             p = dict(params)
             while True:
@@ -155,12 +181,27 @@ class ModernTasks:
 
         return work
 
-    async def _adopt(self, ctx: RequestContext, run: Any, slot: "_Slot", detached: RequestContext, route: Any, server: Any, params: dict[str, Any]) -> dict[str, Any]:
+    async def _adopt(
+        self,
+        ctx: RequestContext,
+        run: Any,
+        slot: _Slot,
+        detached: RequestContext,
+        route: Any,
+        server: Any,
+        params: dict[str, Any],
+    ) -> dict[str, Any]:
         cfg = self.d.config.tasks
         slot.decided = True
         record = self.d.engine.new_record(
-            owner=self.owner(ctx), owner_info=ctx.conn.describe(), upstream=server.key, tool=route.name,
-            arguments=params.get("arguments") or {}, era="modern", ttl_ms=cfg.ttlMs, poll_ms=cfg.pollIntervalMs,
+            owner=self.owner(ctx),
+            owner_info=ctx.conn.describe(),
+            upstream=server.key,
+            tool=route.name,
+            arguments=params.get("arguments") or {},
+            era="modern",
+            ttl_ms=cfg.ttlMs,
+            poll_ms=cfg.pollIntervalMs,
         )
         detached.notify = None
         try:
@@ -217,7 +258,11 @@ class ModernTasks:
     async def send_state(self, task_id: str, send: Any, subscription_id: Any) -> None:
         task = await self.d.engine.get(task_id)
         if task is not None:
-            await send(jsonrpc.notification("notifications/tasks", {**detailed(task), "_meta": {META_SUBSCRIPTION: subscription_id}}))
+            await send(
+                jsonrpc.notification(
+                    "notifications/tasks", {**detailed(task), "_meta": {META_SUBSCRIPTION: subscription_id}}
+                )
+            )
 
 
 __all__ = ["ModernTasks", "UpstreamError", "declares"]

@@ -68,7 +68,9 @@ class HostRouter:
     def initialize(self, conn: HostConnection, msg: jsonrpc.Message) -> dict[str, Any]:
         try:
             revision = legacy.negotiate_version(msg.params)
-            revision, res = legacy.initialize_result(msg.params, self.dispatcher.capabilities(revision), SERVER_INFO, INSTRUCTIONS)
+            revision, res = legacy.initialize_result(
+                msg.params, self.dispatcher.capabilities(revision), SERVER_INFO, INSTRUCTIONS
+            )
         except McpError as exc:
             return emit(LEGACY_LATEST, "initialize", jsonrpc.error_from(msg.id, exc))
         conn.era = "legacy"

@@ -52,7 +52,10 @@ class Hub:
         for method in {KIND_NOTIFICATION[k] for k in kinds}:
             for listener in list(self.listeners.values()):
                 if method in listener.methods:
-                    await _send(listener.send, jsonrpc.notification(method, {"_meta": {META_SUBSCRIPTION: listener.subscription_id}}))
+                    await _send(
+                        listener.send,
+                        jsonrpc.notification(method, {"_meta": {META_SUBSCRIPTION: listener.subscription_id}}),
+                    )
             for conn in list(self.legacy.values()):
                 if conn.send is not None:
                     await _send(conn.send, jsonrpc.notification(method))
@@ -60,12 +63,23 @@ class Hub:
     async def task_changed(self, task_id: str, state: dict[str, Any]) -> None:
         for listener in list(self.listeners.values()):
             if task_id in listener.task_ids:
-                await _send(listener.send, jsonrpc.notification("notifications/tasks", {**state, "_meta": {META_SUBSCRIPTION: listener.subscription_id}}))
+                await _send(
+                    listener.send,
+                    jsonrpc.notification(
+                        "notifications/tasks", {**state, "_meta": {META_SUBSCRIPTION: listener.subscription_id}}
+                    ),
+                )
 
     async def resource_updated(self, uri: str) -> None:
         for listener in list(self.listeners.values()):
             if uri in listener.resources:
-                await _send(listener.send, jsonrpc.notification("notifications/resources/updated", {"_meta": {META_SUBSCRIPTION: listener.subscription_id}, "uri": uri}))
+                await _send(
+                    listener.send,
+                    jsonrpc.notification(
+                        "notifications/resources/updated",
+                        {"_meta": {META_SUBSCRIPTION: listener.subscription_id}, "uri": uri},
+                    ),
+                )
         for conn in list(self.legacy.values()):
             if conn.send is not None and uri in conn.resource_subscriptions:
                 await _send(conn.send, jsonrpc.notification("notifications/resources/updated", {"uri": uri}))

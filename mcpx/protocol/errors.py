@@ -111,7 +111,11 @@ def _has_required_data(code: int, data: Any) -> bool:
         return isinstance(data, dict) and isinstance(data.get("requiredCapabilities"), dict)
     if code == UNSUPPORTED_PROTOCOL_VERSION:
         supported = data.get("supported") if isinstance(data, dict) else None
-        return isinstance(supported, list) and all(isinstance(v, str) for v in supported) and isinstance(data.get("requested"), str)
+        return (
+            isinstance(supported, list)
+            and all(isinstance(v, str) for v in supported)
+            and isinstance(data.get("requested"), str)
+        )
     return True
 
 
@@ -128,7 +132,9 @@ def upstream_error_for(error: dict[str, Any], revision: str) -> dict[str, Any]:
         code = out["code"]
         if code == -32002:  # legacy "resource not found" became -32602
             out["code"] = INVALID_PARAMS
-        elif -32099 <= code <= -32020 and (code not in _MODERN_RESERVED_OK or not _has_required_data(code, out.get("data"))):
+        elif -32099 <= code <= -32020 and (
+            code not in _MODERN_RESERVED_OK or not _has_required_data(code, out.get("data"))
+        ):
             out["code"] = INTERNAL_ERROR
     elif out["code"] == -32042:
         # 2025-11-25 URLElicitationRequiredError must carry data.elicitations (schema); without it

@@ -12,7 +12,9 @@ PRE_INIT_METHODS = frozenset({"initialize", "ping"})
 LOG_LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
 
 
-def initialize_result(params: dict[str, Any], capabilities: dict[str, Any], server_info: dict[str, Any], instructions: str | None) -> tuple[str, dict[str, Any]]:
+def initialize_result(
+    params: dict[str, Any], capabilities: dict[str, Any], server_info: dict[str, Any], instructions: str | None
+) -> tuple[str, dict[str, Any]]:
     """Negotiate the version and build InitializeResult. Returns (revision, result)."""
     if not isinstance(params.get("capabilities", {}), dict):
         raise InvalidParams("initialize: capabilities must be an object")

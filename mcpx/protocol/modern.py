@@ -5,7 +5,8 @@ from __future__ import annotations
 import base64
 import binascii
 import re
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from .errors import HeaderMismatch, InvalidParams, UnsupportedProtocolVersion
 from .revisions import META_CAPS, META_SERVER_INFO, META_VERSION, MODERN_VERSIONS, SUPPORTED_VERSIONS
@@ -48,7 +49,9 @@ def check_meta(params: dict[str, Any]) -> dict[str, Any]:
         )
     caps = meta.get(META_CAPS)
     if not isinstance(caps, dict):
-        raise InvalidParams(f"Missing or invalid _meta[{META_CAPS!r}] (an object is required; {{}} declares none)", http_status=400)
+        raise InvalidParams(
+            f"Missing or invalid _meta[{META_CAPS!r}] (an object is required; {{}} declares none)", http_status=400
+        )
     return caps
 
 
@@ -118,7 +121,9 @@ def cacheable(result: dict[str, Any], ttl_ms: int, scope: str = "private") -> di
     return out
 
 
-def discover_result(capabilities: dict[str, Any], server_info: dict[str, Any], instructions: str | None) -> dict[str, Any]:
+def discover_result(
+    capabilities: dict[str, Any], server_info: dict[str, Any], instructions: str | None
+) -> dict[str, Any]:
     """DiscoverResult names the server only in _meta (schema: no top-level serverInfo)."""
     res: dict[str, Any] = {
         "supportedVersions": list(SUPPORTED_VERSIONS),

@@ -30,7 +30,9 @@ def binding(method: str, params: dict[str, Any]) -> str:
 
 
 def wrap(key: bytes, upstream_state: Any, bound: str, round_: int, now_ms: int) -> str:
-    payload = json.dumps({"u": upstream_state, "b": bound, "r": round_, "x": now_ms + LIFETIME_MS}, separators=(",", ":")).encode()
+    payload = json.dumps(
+        {"u": upstream_state, "b": bound, "r": round_, "x": now_ms + LIFETIME_MS}, separators=(",", ":")
+    ).encode()
     mac = hmac.new(key, payload, hashlib.sha256).digest()
     return _b64(payload) + "." + _b64(mac)
 

@@ -14,7 +14,12 @@ from .revisions import META_SERVER_INFO, MODERN, at_least
 # Tool fields and the first revision that defines them (absent from this table: present in all).
 # `execution` (taskSupport) came with 2025-11-25 tasks (2025-11-25/changelog.mdx:20; DIGEST 2.2):
 # a 2025-06-18 or 2025-03-26 host cannot task-augment, so it must not see the field.
-_TOOL_FIELD_SINCE = {"title": "2025-06-18", "outputSchema": "2025-06-18", "icons": "2025-11-25", "execution": "2025-11-25"}
+_TOOL_FIELD_SINCE = {
+    "title": "2025-06-18",
+    "outputSchema": "2025-06-18",
+    "icons": "2025-11-25",
+    "execution": "2025-11-25",
+}
 _RESULT_FIELD_SINCE = {"structuredContent": "2025-06-18"}
 # `execution.taskSupport` is 2025-11-25 core tasks; 2026 moved tasks to an extension without it.
 _LEGACY_ONLY_TOOL_FIELDS = ("execution",)
@@ -35,7 +40,9 @@ def tool_for(tool: dict[str, Any], revision: str) -> dict[str, Any]:
 
 def result_for(result: dict[str, Any], revision: str) -> dict[str, Any]:
     """A result from any upstream era, shaped for a host at `revision`."""
-    out = {k: v for k, v in result.items() if k not in _RESULT_FIELD_SINCE or at_least(revision, _RESULT_FIELD_SINCE[k])}
+    out = {
+        k: v for k, v in result.items() if k not in _RESULT_FIELD_SINCE or at_least(revision, _RESULT_FIELD_SINCE[k])
+    }
     if revision == MODERN:
         # A legacy upstream's result has no resultType; a modern client must see one (DIGEST 3.1).
         out.setdefault("resultType", "complete")

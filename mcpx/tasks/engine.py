@@ -11,14 +11,25 @@ import contextlib
 import contextvars
 import logging
 import time
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import replace
-from typing import Any, AsyncIterator, Awaitable, Callable
+from typing import Any
 
 import anyio
 from anyio.abc import TaskGroup
 
 from ..protocol.errors import INTERNAL_ERROR, InternalError, McpError, UpstreamError
-from .model import CANCELLED, COMPLETED, FAILED, INPUT_REQUIRED, TERMINAL, WORKING, Task, legacy_status_for_result, new_task_id
+from .model import (
+    CANCELLED,
+    COMPLETED,
+    FAILED,
+    INPUT_REQUIRED,
+    TERMINAL,
+    WORKING,
+    Task,
+    legacy_status_for_result,
+    new_task_id,
+)
 from .store import TaskStore
 
 log = logging.getLogger("mcpx.tasks")
@@ -36,10 +47,10 @@ def now_ms() -> int:
     return int(time.time() * 1000)
 
 
-_CURRENT_RUN: contextvars.ContextVar["Run | None"] = contextvars.ContextVar("mcpx_task_run", default=None)
+_CURRENT_RUN: contextvars.ContextVar[Run | None] = contextvars.ContextVar("mcpx_task_run", default=None)
 
 
-def current_run() -> "Run | None":
+def current_run() -> Run | None:
     """The engine Run the calling code executes under (an mcpx task, or a 2026 call that may
     become one), or None for an ordinary call."""
     return _CURRENT_RUN.get()
@@ -90,7 +101,9 @@ class TaskEngine:
         tg.start_soon(self.store.run_writer)
         for task in await self.store.all_open():
             if task.upstream_task_id is None or self.resume is None:
-                await self.store.put(task.move(FAILED, now_ms(), message=RESTARTED, error={"code": INTERNAL_ERROR, "message": RESTARTED}))
+                await self.store.put(
+                    task.move(FAILED, now_ms(), message=RESTARTED, error={"code": INTERNAL_ERROR, "message": RESTARTED})
+                )
             else:
                 if task.status == INPUT_REQUIRED:  # the previous daemon's questions died with it
                     task = task.move(WORKING, now_ms())
@@ -109,7 +122,7 @@ class TaskEngine:
         log.info("task %s: resuming upstream task %s on %s", task.id, task.upstream_task_id, task.upstream)
         self._start(run, lambda: resume(task))
 
-    async def set_upstream_task(self, run: "Run", upstream_task_id: str) -> None:
+    async def set_upstream_task(self, run: Run, upstream_task_id: str) -> None:
         """The call under `run` became an upstream task: remember its id, durably once the run
         is a task (so a restarted daemon resumes it instead of failing it)."""
         run.upstream_task_id = upstream_task_id
@@ -123,26 +136,60 @@ class TaskEngine:
                 return
             await self.store.put(replace(current, upstream_task_id=upstream_task_id))
 
-    async def create(self, *, owner: str, owner_info: dict[str, Any], upstream: str, tool: str, arguments: dict[str, Any], era: str, ttl_ms: int | None, poll_ms: int, call: Call) -> Task:
+    async def create(
+        self,
+        *,
+        owner: str,
+        owner_info: dict[str, Any],
+        upstream: str,
+        tool: str,
+        arguments: dict[str, Any],
+        era: str,
+        ttl_ms: int | None,
+        poll_ms: int,
+        call: Call,
+    ) -> Task:
         """The row is committed before this returns; only then does the work start."""
-        task = self.new_record(owner=owner, owner_info=owner_info, upstream=upstream, tool=tool, arguments=arguments, era=era, ttl_ms=ttl_ms, poll_ms=poll_ms)
+        task = self.new_record(
+            owner=owner,
+            owner_info=owner_info,
+            upstream=upstream,
+            tool=tool,
+            arguments=arguments,
+            era=era,
+            ttl_ms=ttl_ms,
+            poll_ms=poll_ms,
+        )
         await self.store.put(task)
         run = Run(task.era)
         run.task_id = task.id
         self._start(run, lambda: call(task))
         return task
 
-    def new_record(self, *, owner: str, owner_info: dict[str, Any], upstream: str, tool: str, arguments: dict[str, Any], era: str, ttl_ms: int | None, poll_ms: int) -> Task:
+    def new_record(
+        self,
+        *,
+        owner: str,
+        owner_info: dict[str, Any],
+        upstream: str,
+        tool: str,
+        arguments: dict[str, Any],
+        era: str,
+        ttl_ms: int | None,
+        poll_ms: int,
+    ) -> Task:
         t = now_ms()
-        return Task(new_task_id(), WORKING, t, t, ttl_ms, poll_ms, owner, upstream, tool, arguments, era, owner_info=owner_info)
+        return Task(
+            new_task_id(), WORKING, t, t, ttl_ms, poll_ms, owner, upstream, tool, arguments, era, owner_info=owner_info
+        )
 
-    def begin(self, era: str, call: Callable[[], Awaitable[dict[str, Any]]]) -> "Run":
+    def begin(self, era: str, call: Callable[[], Awaitable[dict[str, Any]]]) -> Run:
         """Start a call that may or may not become a task (2026: the server decides, later)."""
         run = Run(era)
         self._start(run, call)
         return run
 
-    async def adopt(self, run: "Run", task: Task) -> Task:
+    async def adopt(self, run: Run, task: Task) -> Task:
         """Turn a running call into a task: commit the row, then let the outcome land in it."""
         if run.upstream_task_id is not None:
             task = replace(task, upstream_task_id=run.upstream_task_id)
@@ -156,7 +203,7 @@ class TaskEngine:
             await self._finish(task.id, *run.outcome)
         return task
 
-    def _start(self, run: "Run", call: Callable[[], Awaitable[dict[str, Any]]]) -> None:
+    def _start(self, run: Run, call: Callable[[], Awaitable[dict[str, Any]]]) -> None:
         assert self.tg is not None
         if run.task_id is not None:
             self._scopes[run.task_id] = run.scope
@@ -169,7 +216,7 @@ class TaskEngine:
         finally:
             _CURRENT_RUN.reset(token)
 
-    async def _run(self, run: "Run", call: Callable[[], Awaitable[dict[str, Any]]]) -> None:
+    async def _run(self, run: Run, call: Callable[[], Awaitable[dict[str, Any]]]) -> None:
         try:
             with run.scope:
                 try:
@@ -186,7 +233,12 @@ class TaskEngine:
                 except Exception as exc:  # the task fails; the daemon does not
                     log.exception("task call crashed")
                     run.exception = exc
-                    run.outcome = (FAILED, None, {"code": INTERNAL_ERROR, "message": f"internal error: {exc}"}, "internal error")
+                    run.outcome = (
+                        FAILED,
+                        None,
+                        {"code": INTERNAL_ERROR, "message": f"internal error: {exc}"},
+                        "internal error",
+                    )
         finally:
             if run.task_id is not None:
                 self._scopes.pop(run.task_id, None)
@@ -334,7 +386,9 @@ class TaskEngine:
 
     async def list_owner(self, owner: str, after: tuple[int, str] | None, limit: int) -> list[Task]:
         t = now_ms()
-        return [x for x in await self.store.list_owner(owner, after, limit) if x.expires_ms() is None or x.expires_ms() > t]  # type: ignore[operator]
+        return [
+            x for x in await self.store.list_owner(owner, after, limit) if x.expires_ms() is None or x.expires_ms() > t
+        ]  # type: ignore[operator]
 
     async def _expire_loop(self) -> None:
         while True:
@@ -356,4 +410,4 @@ class TaskEngine:
         await self.store.close()
 
 
-__all__ = ["TaskEngine", "TERMINAL", "replace"]
+__all__ = ["TERMINAL", "TaskEngine", "replace"]

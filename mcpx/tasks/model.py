@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import secrets
 from dataclasses import dataclass, field, replace
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 WORKING = "working"
@@ -61,18 +61,35 @@ class Task:
     def expires_ms(self) -> int | None:
         return None if self.ttl_ms is None else self.created_ms + self.ttl_ms
 
-    def move(self, status: str, now_ms: int, *, message: str | None = None, result: dict[str, Any] | None = None, error: dict[str, Any] | None = None) -> "Task":
+    def move(
+        self,
+        status: str,
+        now_ms: int,
+        *,
+        message: str | None = None,
+        result: dict[str, Any] | None = None,
+        error: dict[str, Any] | None = None,
+    ) -> Task:
         if status == self.status and status not in TERMINAL:
-            return replace(self, updated_ms=now_ms, status_message=message if message is not None else self.status_message)
+            return replace(
+                self, updated_ms=now_ms, status_message=message if message is not None else self.status_message
+            )
         if status != INPUT_REQUIRED and self.input_requests:
             self = replace(self, input_requests={})  # leaving input_required: nothing is asked any more
         if status not in _ALLOWED.get(self.status, set()):
             raise TransitionError(f"task {self.id}: {self.status} -> {status} is not allowed")
-        return replace(self, status=status, updated_ms=now_ms, status_message=message, result=result if result is not None else self.result, error=error if error is not None else self.error)
+        return replace(
+            self,
+            status=status,
+            updated_ms=now_ms,
+            status_message=message,
+            result=result if result is not None else self.result,
+            error=error if error is not None else self.error,
+        )
 
 
 def iso(ms: int) -> str:
-    return datetime.fromtimestamp(ms / 1000, tz=timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    return datetime.fromtimestamp(ms / 1000, tz=UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def _wire(task: Task, ttl_key: str, poll_key: str) -> dict[str, Any]:

@@ -54,7 +54,20 @@ class StoreError(Exception):
 
 def _row(task: Task) -> tuple[Any, ...]:
     body = asdict(task)
-    return (task.id, task.status, task.created_ms, task.updated_ms, task.ttl_ms, task.expires_ms(), task.poll_ms, task.owner, task.upstream, task.tool, task.era, json.dumps(body, separators=(",", ":")))
+    return (
+        task.id,
+        task.status,
+        task.created_ms,
+        task.updated_ms,
+        task.ttl_ms,
+        task.expires_ms(),
+        task.poll_ms,
+        task.owner,
+        task.upstream,
+        task.tool,
+        task.era,
+        json.dumps(body, separators=(",", ":")),
+    )
 
 
 def _task(body: str) -> Task:
@@ -143,7 +156,9 @@ class TaskStore:
 
     async def expired(self, now_ms: int) -> list[str]:
         assert self.db is not None
-        async with self.db.execute("SELECT id FROM tasks WHERE expires_ms IS NOT NULL AND expires_ms <= ?", (now_ms,)) as cur:
+        async with self.db.execute(
+            "SELECT id FROM tasks WHERE expires_ms IS NOT NULL AND expires_ms <= ?", (now_ms,)
+        ) as cur:
             return [r[0] for r in await cur.fetchall()]
 
     # Legacy sessions are stored too, so a host keeps its Mcp-Session-Id (and so reaches its

@@ -35,9 +35,9 @@ import ssl
 import sys
 import time
 import urllib.request
+from collections.abc import AsyncIterator, Mapping
 from http.cookiejar import CookieJar
 from types import TracebackType
-from typing import Any, AsyncIterator, Mapping
 from urllib.parse import quote, unquote, urlsplit
 
 import anyio
@@ -105,7 +105,7 @@ class Headers(dict[str, str]):
 
 
 class _Conn:
-    __slots__ = ("stream", "buf", "idle_since", "fd")
+    __slots__ = ("buf", "fd", "idle_since", "stream")
 
     def __init__(self, stream: ByteStream) -> None:
         self.stream = stream
@@ -152,7 +152,9 @@ class _Conn:
 class Response:
     """One reply; its body is read once, through `aread`, `aiter_bytes` or `aiter_lines`."""
 
-    def __init__(self, conn: _Conn, status: int, headers: Headers, framing: str, remaining: int, keep_alive: bool) -> None:
+    def __init__(
+        self, conn: _Conn, status: int, headers: Headers, framing: str, remaining: int, keep_alive: bool
+    ) -> None:
         self._conn = conn
         self.status_code = status
         self.headers = headers
@@ -245,7 +247,9 @@ class Response:
 class Client:
     """Keep-alive HTTP/1.1 to the origin of `url`; every request goes to that URL (plus a method)."""
 
-    def __init__(self, url: str, *, connect_timeout: float = 30.0, write_timeout: float = 30.0, max_connections: int = 100) -> None:
+    def __init__(
+        self, url: str, *, connect_timeout: float = 30.0, write_timeout: float = 30.0, max_connections: int = 100
+    ) -> None:
         parts = urlsplit(url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise ValueError(f"not an http(s) URL: {url!r}")
@@ -256,7 +260,9 @@ class Client:
         bracketed = f"[{self.host}]" if ":" in self.host else self.host
         default_port = self.port == (443 if self.tls else 80)
         self.host_header = bracketed if default_port else f"{bracketed}:{self.port}"
-        self.target = quote(parts.path or "/", safe=_SAFE_PATH) + (f"?{quote(parts.query, safe=_SAFE_QUERY)}" if parts.query else "")
+        self.target = quote(parts.path or "/", safe=_SAFE_PATH) + (
+            f"?{quote(parts.query, safe=_SAFE_QUERY)}" if parts.query else ""
+        )
         self.authorization: str | None = None
         if parts.username is not None:
             creds = f"{unquote(parts.username)}:{unquote(parts.password or '')}".encode()
@@ -270,7 +276,9 @@ class Client:
         self._jar: CookieJar | None = None
         self._closed = False
 
-    def stream(self, method: str, headers: Mapping[str, str], content: bytes = b"", *, connect_timeout: float | None = None) -> "_Exchange":
+    def stream(
+        self, method: str, headers: Mapping[str, str], content: bytes = b"", *, connect_timeout: float | None = None
+    ) -> _Exchange:
         """`async with client.stream(...) as resp:` sends the request and yields the reply head."""
         return _Exchange(self, method, self._head(method, headers, content) + content, connect_timeout)
 
@@ -310,7 +318,9 @@ class Client:
                             self._freed = anyio.Event()
                         await self._freed.wait()
             except TimeoutError:
-                raise TimeoutError(f"all {self.max_connections} connections to {self.host_header} stayed busy for {timeout:g} s") from None
+                raise TimeoutError(
+                    f"all {self.max_connections} connections to {self.host_header} stayed busy for {timeout:g} s"
+                ) from None
         self._active += 1
         try:
             now = time.monotonic()
@@ -328,7 +338,13 @@ class Client:
         try:
             with anyio.fail_after(timeout):
                 if self.tls:
-                    stream: ByteStream = await anyio.connect_tcp(self.host, self.port, ssl_context=ssl_context(), tls_hostname=self.host, tls_standard_compatible=False)
+                    stream: ByteStream = await anyio.connect_tcp(
+                        self.host,
+                        self.port,
+                        ssl_context=ssl_context(),
+                        tls_hostname=self.host,
+                        tls_standard_compatible=False,
+                    )
                 else:
                     stream = await anyio.connect_tcp(self.host, self.port)
         except TimeoutError:
@@ -402,7 +418,9 @@ class _Exchange:
                     with anyio.fail_after(client.write_timeout):
                         await conn.stream.send(self.data)
                 except TimeoutError:
-                    raise TimeoutError(f"sending to {client.host_header} stalled for {client.write_timeout:g} s") from None
+                    raise TimeoutError(
+                        f"sending to {client.host_header} stalled for {client.write_timeout:g} s"
+                    ) from None
                 except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError) as exc:
                     if reused and attempt == 1:
                         raise _Stale from None
@@ -418,7 +436,9 @@ class _Exchange:
                 raise
         raise AssertionError("unreachable")  # pragma: no cover
 
-    async def __aexit__(self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None) -> None:
+    async def __aexit__(
+        self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
+    ) -> None:
         conn, resp = self.conn, self.resp
         if conn is None or resp is None:
             return
@@ -439,7 +459,11 @@ class _Exchange:
                 if not more:
                     if retry_if_silent and not conn.buf:
                         raise _Stale
-                    raise ConnectionFailed("server closed the connection without a reply" if not conn.buf else "server closed the connection inside the reply head")
+                    raise ConnectionFailed(
+                        "server closed the connection without a reply"
+                        if not conn.buf
+                        else "server closed the connection inside the reply head"
+                    )
             raw, conn.buf = conn.buf[: m.start()], conn.buf[m.end() :]
             lines = raw.decode("latin-1").splitlines()
             status_line = lines[0].split(" ", 2) if lines else []

@@ -11,7 +11,8 @@ import base64
 import json
 import logging
 import re
-from typing import Any, Awaitable, Callable
+from collections.abc import Awaitable, Callable
+from typing import Any
 
 import anyio
 import httpx
@@ -100,7 +101,15 @@ class HttpTransport:
             h["MCP-Protocol-Version"] = version
             if method:
                 h["Mcp-Method"] = method
-            name = params.get("name") if method in ("tools/call", "prompts/get") else params.get("uri") if method == "resources/read" else params.get("taskId") if method in ("tasks/get", "tasks/update", "tasks/cancel") else None
+            name = (
+                params.get("name")
+                if method in ("tools/call", "prompts/get")
+                else params.get("uri")
+                if method == "resources/read"
+                else params.get("taskId")
+                if method in ("tasks/get", "tasks/update", "tasks/cancel")
+                else None
+            )
             if isinstance(name, str):
                 h["Mcp-Name"] = header_value(name)
         elif self.era == "legacy":
@@ -201,7 +210,9 @@ class HttpTransport:
         if self.era == "legacy" and self.session_id:
             with anyio.move_on_after(2, shield=True):
                 try:
-                    async with self.http.stream("DELETE", {"Mcp-Session-Id": self.session_id, **self.cfg.headers}) as resp:
+                    async with self.http.stream(
+                        "DELETE", {"Mcp-Session-Id": self.session_id, **self.cfg.headers}
+                    ) as resp:
                         await resp.aread()
                 except _FAILED:
                     pass

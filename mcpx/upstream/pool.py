@@ -12,7 +12,7 @@ import anyio
 
 from ..config import Config, ServerConfig
 from ..protocol.errors import InvalidParams, McpError, UpstreamError, UpstreamUnavailable
-from .catalogue import CHANGED, KINDS, SEP, Naming, template_matches, valid_items
+from .catalogue import CHANGED, KINDS, Naming, template_matches, valid_items
 from .http import HttpTransport
 from .session import UpstreamSession
 from .stdio import StdioTransport
@@ -94,7 +94,11 @@ class UpstreamServer:
             except BaseException:
                 await transport.close()
                 raise
-            if hasattr(transport, "open_listen_stream") and session.era == "legacy" and (session.capabilities.get("tools") or {}).get("listChanged"):
+            if (
+                hasattr(transport, "open_listen_stream")
+                and session.era == "legacy"
+                and (session.capabilities.get("tools") or {}).get("listChanged")
+            ):
                 await transport.open_listen_stream()
             self.session = session
             self._last_capabilities = session.capabilities
@@ -106,13 +110,19 @@ class UpstreamServer:
             self.state = "ready"
             self.last_error = None
             self._ready.set()
-            log.info("upstream %s ready (%s %s, %d tools)", self.key, session.era, session.revision, len(self.lists["tools"]))
+            log.info(
+                "upstream %s ready (%s %s, %d tools)", self.key, session.era, session.revision, len(self.lists["tools"])
+            )
             if self.on_change is not None and self.restarts:
                 await self.on_change(self, tuple(KINDS))  # a restarted upstream may list other things
             await transport.closed.wait()
             tg.cancel_scope.cancel()
         code = getattr(transport, "returncode", None)
-        reason = f"upstream {self.key!r} exited" + (f" with code {code}" if code is not None else "") if self.cfg.transport == "stdio" else f"upstream {self.key!r} connection lost"
+        reason = (
+            f"upstream {self.key!r} exited" + (f" with code {code}" if code is not None else "")
+            if self.cfg.transport == "stdio"
+            else f"upstream {self.key!r} connection lost"
+        )
         self._down(session, reason)
         if not self._stopping:
             raise RuntimeError(reason)
@@ -121,7 +131,11 @@ class UpstreamServer:
         try:
             await transport.run(session.feed, task_status.started)
         finally:
-            self._down(session, session.dead_reason or f"upstream {self.key!r} " + ("exited" if self.cfg.transport == "stdio" else "connection lost"))
+            self._down(
+                session,
+                session.dead_reason
+                or f"upstream {self.key!r} " + ("exited" if self.cfg.transport == "stdio" else "connection lost"),
+            )
 
     def _down(self, session: UpstreamSession, reason: str) -> None:
         session.fail_all(reason)
@@ -134,7 +148,11 @@ class UpstreamServer:
     def _listen_filter(self, session: UpstreamSession) -> dict[str, Any]:
         caps = session.capabilities
         filt: dict[str, Any] = {}
-        for cap, key in (("tools", "toolsListChanged"), ("prompts", "promptsListChanged"), ("resources", "resourcesListChanged")):
+        for cap, key in (
+            ("tools", "toolsListChanged"),
+            ("prompts", "promptsListChanged"),
+            ("resources", "resourcesListChanged"),
+        ):
             if isinstance(caps.get(cap), dict) and caps[cap].get("listChanged"):
                 filt[key] = True
         if self.watched and isinstance(caps.get("resources"), dict) and caps["resources"].get("subscribe"):
@@ -156,7 +174,11 @@ class UpstreamServer:
             async def listen() -> None:
                 nonlocal refused
                 try:
-                    await session.request("subscriptions/listen", session.shape_params({"notifications": filt}, client_caps={}, log_level=None), on_notify=self._listen_note)
+                    await session.request(
+                        "subscriptions/listen",
+                        session.shape_params({"notifications": filt}, client_caps={}, log_level=None),
+                        on_notify=self._listen_note,
+                    )
                 except UpstreamError as exc:
                     refused = exc.error.get("code") == -32601
                 except McpError:
@@ -249,7 +271,9 @@ class UpstreamServer:
         for _ in range(1000):  # a cursor loop from a broken upstream must end
             params: dict[str, Any] = {"cursor": cursor} if cursor else {}
             try:
-                res = await session.request(method, session.shape_params(params, client_caps={}, log_level=None), timeout=30)
+                res = await session.request(
+                    method, session.shape_params(params, client_caps={}, log_level=None), timeout=30
+                )
             except UpstreamError as exc:
                 if exc.error.get("code") == -32601:
                     return items  # declared the capability but not this list (templates, often)
@@ -287,7 +311,9 @@ def _describe(exc: BaseException) -> str:
 class UpstreamPool:
     def __init__(self, config: Config, log_dir: Path) -> None:
         self.config = config
-        self.servers = {key: UpstreamServer(key, cfg, config.namespace_of(key), log_dir) for key, cfg in config.mcpServers.items()}
+        self.servers = {
+            key: UpstreamServer(key, cfg, config.namespace_of(key), log_dir) for key, cfg in config.mcpServers.items()
+        }
 
     async def run(self, tg: anyio.abc.TaskGroup) -> None:
         for server in self.servers.values():
@@ -329,7 +355,9 @@ class UpstreamPool:
         # An upstream that is down still owns its namespace: say so rather than "unknown".
         for server in self.servers.values():
             if server.session is None and server.namespace is not None and server.naming.name_in(exposed) is not None:
-                raise UpstreamUnavailable(f"upstream {server.key!r} is not available ({server.state}); cannot use {exposed!r}")
+                raise UpstreamUnavailable(
+                    f"upstream {server.key!r} is not available ({server.state}); cannot use {exposed!r}"
+                )
         raise InvalidParams(f"Unknown {what}: {exposed}")
 
     def resolve_uri(self, exposed: Any) -> tuple[UpstreamServer, str]:

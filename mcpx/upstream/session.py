@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import itertools
 import logging
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, Awaitable, Callable, Protocol
+from typing import Any, Protocol
 
 import anyio
 
@@ -65,7 +66,9 @@ class _Pending:
 
 
 class UpstreamSession:
-    def __init__(self, name: str, transport: Any, on_event: Callable[[str, dict[str, Any]], Awaitable[None]] | None = None) -> None:
+    def __init__(
+        self, name: str, transport: Any, on_event: Callable[[str, dict[str, Any]], Awaitable[None]] | None = None
+    ) -> None:
         self.name = name
         self.transport = transport
         self.on_event = on_event
@@ -151,7 +154,10 @@ class UpstreamSession:
             except Exception as exc:
                 reply = jsonrpc.error(msg["id"], {"code": -32603, "message": f"mcpx could not get an answer: {exc}"})
         else:
-            reply = jsonrpc.error(msg["id"], {"code": -32601, "message": f"mcpx cannot tell which call asked {method}; nobody can answer it"})
+            reply = jsonrpc.error(
+                msg["id"],
+                {"code": -32601, "message": f"mcpx cannot tell which call asked {method}; nobody can answer it"},
+            )
         try:
             await self.transport.send(reply)
         except ConnectionError:
@@ -209,20 +215,28 @@ class UpstreamSession:
                 self._progress.pop(token_key, None)
         reply = slot.reply or {}
         if "error" in reply:
-            err = reply["error"] if isinstance(reply["error"], dict) else {"code": -32603, "message": str(reply["error"])}
+            err = (
+                reply["error"] if isinstance(reply["error"], dict) else {"code": -32603, "message": str(reply["error"])}
+            )
             if err.get("code") == UPSTREAM_UNAVAILABLE and self.dead_reason is not None:
                 raise UpstreamUnavailable(err.get("message", self.dead_reason))
             raise UpstreamError(err)
         res = reply.get("result")
         if not isinstance(res, dict):
-            raise UpstreamError({"code": -32603, "message": f"upstream {self.name!r} sent a result that is not an object"})
+            raise UpstreamError(
+                {"code": -32603, "message": f"upstream {self.name!r} sent a result that is not an object"}
+            )
         return res
 
     async def _cancel_upstream(self, rid: Any, reason: str) -> None:
         with anyio.CancelScope(shield=True), anyio.move_on_after(2):
             if not (self.era == "modern" and self.transport.kind == "http"):
                 try:
-                    await self.transport.send(jsonrpc.notification("notifications/cancelled", self._with_meta({"requestId": rid, "reason": reason})))
+                    await self.transport.send(
+                        jsonrpc.notification(
+                            "notifications/cancelled", self._with_meta({"requestId": rid, "reason": reason})
+                        )
+                    )
                 except ConnectionError:
                     pass
             # A modern HTTP server reads a closed stream as the cancel; for others it just frees it.
@@ -231,7 +245,9 @@ class UpstreamSession:
     async def notify(self, method: str, params: dict[str, Any] | None = None) -> None:
         await self.transport.send(jsonrpc.notification(method, params))
 
-    def _with_meta(self, params: dict[str, Any], client_caps: dict[str, Any] | None = None, log_level: str | None = None) -> dict[str, Any]:
+    def _with_meta(
+        self, params: dict[str, Any], client_caps: dict[str, Any] | None = None, log_level: str | None = None
+    ) -> dict[str, Any]:
         if self.era != "modern":
             return params
         meta = dict(params.get("_meta") or {})
@@ -242,7 +258,9 @@ class UpstreamSession:
             meta[META_LOG_LEVEL] = log_level
         return {**params, "_meta": meta}
 
-    def shape_params(self, params: dict[str, Any], *, client_caps: dict[str, Any] | None, log_level: str | None) -> dict[str, Any]:
+    def shape_params(
+        self, params: dict[str, Any], *, client_caps: dict[str, Any] | None, log_level: str | None
+    ) -> dict[str, Any]:
         """Params for this upstream's era: modern gets the 2026 _meta keys, legacy loses them."""
         if self.era == "modern":
             return self._with_meta(params, client_caps or {}, log_level)
@@ -259,7 +277,9 @@ class UpstreamSession:
         try:
             with anyio.fail_after(PROBE_TIMEOUT_S.get(self.transport.kind, 5.0)):
                 self.era = "modern"  # so the probe itself carries modern headers
-                res = await self.request("server/discover", {"_meta": {META_VERSION: MODERN, META_CAPS: {}, META_CLIENT_INFO: CLIENT_INFO}})
+                res = await self.request(
+                    "server/discover", {"_meta": {META_VERSION: MODERN, META_CAPS: {}, META_CLIENT_INFO: CLIENT_INFO}}
+                )
             if MODERN in (res.get("supportedVersions") or []):
                 self._adopt_modern(res)
                 return

@@ -7,8 +7,9 @@ import logging
 import os
 import signal
 import subprocess
+from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any, Awaitable, Callable
+from typing import Any
 
 import anyio
 from anyio.abc import Process

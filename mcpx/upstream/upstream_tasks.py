@@ -30,7 +30,8 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Any, Awaitable, Callable
+from collections.abc import Awaitable, Callable
+from typing import Any
 
 import anyio
 
@@ -76,7 +77,10 @@ def task_capable(session: Any, tool: dict[str, Any] | None) -> bool:
     support = _dig(tool, "execution", "taskSupport")
     if session.era == "legacy":
         # Without tasks.requests.tools.call nothing may be augmented; absent/forbidden: MUST NOT (tasks.mdx:113-117).
-        return isinstance(_dig(session.capabilities, "tasks", "requests", "tools", "call"), dict) and support in ("optional", "required")
+        return isinstance(_dig(session.capabilities, "tasks", "requests", "tools", "call"), dict) and support in (
+            "optional",
+            "required",
+        )
     if session.era == "modern":
         ext = session.capabilities.get("extensions")
         return isinstance(ext, dict) and TASKS_EXTENSION in ext and support != "forbidden"
@@ -90,7 +94,14 @@ def with_extension(client_caps: dict[str, Any] | None) -> dict[str, Any]:
     return caps
 
 
-def task_call_params(session: Any, params: dict[str, Any], *, ttl_ms: int | None, client_caps: dict[str, Any] | None, log_level: str | None) -> dict[str, Any]:
+def task_call_params(
+    session: Any,
+    params: dict[str, Any],
+    *,
+    ttl_ms: int | None,
+    client_caps: dict[str, Any] | None,
+    log_level: str | None,
+) -> dict[str, Any]:
     """Shaped `tools/call` params that ask this upstream for a task."""
     if session.era == "modern":
         return session.shape_params(params, client_caps=with_extension(client_caps), log_level=log_level)
@@ -110,12 +121,16 @@ def created_task(session: Any, res: dict[str, Any]) -> dict[str, Any] | None:
         if res.get("resultType") != "task":
             return None
         if not isinstance(res.get("taskId"), str) or not res["taskId"]:
-            raise UpstreamError({"code": INTERNAL_ERROR, "message": "upstream answered resultType \"task\" without a taskId"})
+            raise UpstreamError(
+                {"code": INTERNAL_ERROR, "message": 'upstream answered resultType "task" without a taskId'}
+            )
         return res
     task = res.get("task")
     if isinstance(task, dict) and "content" not in res:
         if not isinstance(task.get("taskId"), str) or not task["taskId"]:
-            raise UpstreamError({"code": INTERNAL_ERROR, "message": "upstream answered a CreateTaskResult without a taskId"})
+            raise UpstreamError(
+                {"code": INTERNAL_ERROR, "message": "upstream answered a CreateTaskResult without a taskId"}
+            )
         return task
     return None
 
@@ -173,18 +188,24 @@ class Follower:
         self.statuses: list[str] = []  # every status seen, for logs and tests
         self._answered: set[str] = set()
 
-    async def _request(self, method: str, params: dict[str, Any], *, timeout: float | None = REQUEST_TIMEOUT_S, on_request: Any = None) -> tuple[Any, dict[str, Any]]:
+    async def _request(
+        self, method: str, params: dict[str, Any], *, timeout: float | None = REQUEST_TIMEOUT_S, on_request: Any = None
+    ) -> tuple[Any, dict[str, Any]]:
         """One tasks/* request, retried while the upstream is away (up to `outage_s`)."""
         lost_at: float | None = None
         while True:
             try:
                 session = await self.get_session()
-                return session, await session.request(method, tasks_params(session, params), on_request=on_request, timeout=timeout)
+                return session, await session.request(
+                    method, tasks_params(session, params), on_request=on_request, timeout=timeout
+                )
             except (UpstreamUnavailable, TimeoutError) as exc:
                 now = time.monotonic()
                 lost_at = lost_at if lost_at is not None else now
                 if now - lost_at >= self.outage_s:
-                    raise UpstreamUnavailable(f"lost the upstream while following its task {self.task_id}: {exc}") from None
+                    raise UpstreamUnavailable(
+                        f"lost the upstream while following its task {self.task_id}: {exc}"
+                    ) from None
                 log.info("upstream task %s: %s failed (%s); retrying", self.task_id, method, exc)
                 await self.sleep(1.0)
 
@@ -202,7 +223,9 @@ class Follower:
         with anyio.CancelScope(shield=True), anyio.move_on_after(CANCEL_TIMEOUT_S):
             try:
                 session = await self.get_session()
-                await session.request("tasks/cancel", tasks_params(session, {"taskId": self.task_id}), timeout=CANCEL_TIMEOUT_S)
+                await session.request(
+                    "tasks/cancel", tasks_params(session, {"taskId": self.task_id}), timeout=CANCEL_TIMEOUT_S
+                )
                 log.info("upstream task %s: cancel sent", self.task_id)
             except Exception as exc:  # already terminal (-32602), or gone: nothing more to stop
                 log.info("upstream task %s: tasks/cancel answered %s", self.task_id, exc)
@@ -218,7 +241,9 @@ class Follower:
                     if exc.error.get("code") != INVALID_PARAMS:
                         raise
                     # Not the host's unknown id: the upstream forgot ours (it restarted, or the task expired).
-                    raise InternalError(f"the upstream no longer knows its task {self.task_id}: {exc.error.get('message')}") from None
+                    raise InternalError(
+                        f"the upstream no longer knows its task {self.task_id}: {exc.error.get('message')}"
+                    ) from None
             elif session is None:
                 session = await self.get_session()
             status = task.get("status")
@@ -262,14 +287,26 @@ class Follower:
             if status == "completed":
                 result = task.get("result")
                 if not isinstance(result, dict):
-                    raise UpstreamError({"code": INTERNAL_ERROR, "message": f"upstream task {self.task_id} completed without a result"})
+                    raise UpstreamError(
+                        {"code": INTERNAL_ERROR, "message": f"upstream task {self.task_id} completed without a result"}
+                    )
                 return result
             if status == "failed":
                 error = task.get("error")
                 if isinstance(error, dict) and isinstance(error.get("code"), int):
                     raise UpstreamError(error)
-                raise UpstreamError({"code": INTERNAL_ERROR, "message": task.get("statusMessage") or f"upstream task {self.task_id} failed"})
-            raise UpstreamError({"code": INTERNAL_ERROR, "message": task.get("statusMessage") or f"upstream task {self.task_id} was cancelled upstream"})
+                raise UpstreamError(
+                    {
+                        "code": INTERNAL_ERROR,
+                        "message": task.get("statusMessage") or f"upstream task {self.task_id} failed",
+                    }
+                )
+            raise UpstreamError(
+                {
+                    "code": INTERNAL_ERROR,
+                    "message": task.get("statusMessage") or f"upstream task {self.task_id} was cancelled upstream",
+                }
+            )
         if status == "cancelled":  # someone else cancelled it upstream (ours never gets here)
             return self._legacy_outcome(task, {})
         # Legacy: what the underlying request returned, error included (tasks.mdx:464-466).
@@ -280,7 +317,12 @@ class Follower:
         status = task.get("status")
         res = _strip_related(res)
         if status == "cancelled":
-            raise UpstreamError({"code": INTERNAL_ERROR, "message": task.get("statusMessage") or f"upstream task {self.task_id} was cancelled upstream"})
+            raise UpstreamError(
+                {
+                    "code": INTERNAL_ERROR,
+                    "message": task.get("statusMessage") or f"upstream task {self.task_id} was cancelled upstream",
+                }
+            )
         if isinstance(res.get("content"), list):
             return res
         if status == "failed":
@@ -288,7 +330,9 @@ class Follower:
             # the same tool outside a task answers an isError result with the message.
             message = task.get("statusMessage") or "the upstream task failed"
             return {"content": [{"type": "text", "text": str(message)}], "isError": True}
-        raise UpstreamError({"code": INTERNAL_ERROR, "message": f"upstream task {self.task_id} ended {status} without a result"})
+        raise UpstreamError(
+            {"code": INTERNAL_ERROR, "message": f"upstream task {self.task_id} ended {status} without a result"}
+        )
 
 
 async def call(
@@ -336,7 +380,9 @@ async def call(
         current["inputResponses"] = answers
         if res.get("requestState") is not None:
             current["requestState"] = res["requestState"]
-    follower = Follower(get_session, task["taskId"], on_request=on_request, on_input=on_input, keep_upstream=keep_upstream, sleep=sleep)
+    follower = Follower(
+        get_session, task["taskId"], on_request=on_request, on_input=on_input, keep_upstream=keep_upstream, sleep=sleep
+    )
     try:
         with anyio.CancelScope(shield=True):  # the id must land before a cancel can lose it
             await on_task_id(task["taskId"])
@@ -345,7 +391,14 @@ async def call(
     return await follower.run(task)
 
 
-async def resume(get_session: GetSession, task_id: str, *, on_input: OnInput | None = None, keep_upstream: Callable[[], bool] = lambda: False, sleep: Sleep = anyio.sleep) -> dict[str, Any]:
+async def resume(
+    get_session: GetSession,
+    task_id: str,
+    *,
+    on_input: OnInput | None = None,
+    keep_upstream: Callable[[], bool] = lambda: False,
+    sleep: Sleep = anyio.sleep,
+) -> dict[str, Any]:
     """Follow an upstream task a previous daemon started, from its id alone."""
     return await Follower(get_session, task_id, on_input=on_input, keep_upstream=keep_upstream, sleep=sleep).run(None)
 
@@ -359,14 +412,18 @@ def resumer(pool: Any, engine: Any) -> Callable[[Any], Awaitable[dict[str, Any]]
     async def run(task: Any) -> dict[str, Any]:
         server = pool.servers.get(task.upstream)
         if server is None:
-            raise UpstreamUnavailable(f"upstream {task.upstream!r} is no longer configured; its task {task.upstream_task_id} cannot be followed")
+            raise UpstreamUnavailable(
+                f"upstream {task.upstream!r} is no longer configured; its task {task.upstream_task_id} cannot be followed"
+            )
         on_input = None
         if task.era == "modern":
 
             async def on_input(requests: dict[str, Any]) -> dict[str, Any]:
                 return await engine.ask(task.id, requests)
 
-        res = await resume(server.ready_session, task.upstream_task_id, on_input=on_input, keep_upstream=lambda: bool(engine.closing))
+        res = await resume(
+            server.ready_session, task.upstream_task_id, on_input=on_input, keep_upstream=lambda: bool(engine.closing)
+        )
         return shaping.call_result_for(res, LEGACY_LATEST if task.era == "legacy" else MODERN)
 
     return run

@@ -26,7 +26,8 @@ import os
 import sys
 import time
 import uuid
-from typing import Any, Awaitable, Callable
+from collections.abc import Awaitable, Callable
+from typing import Any
 
 MODERN = "2026-07-28"
 LEGACY = "2025-11-25"
@@ -44,21 +45,46 @@ SERVER_INFO = {"name": "mcpx-conformance-fixture", "version": "1.0.0"}
 INSTRUCTIONS = "Fixture upstream exposing the MCP conformance suite's tool/prompt/resource surface."
 
 # Which client capability each server->client request needs.
-CAPABILITY_OF = {"elicitation/create": "elicitation", "sampling/createMessage": "sampling",
-                 "roots/list": "roots"}
+CAPABILITY_OF = {"elicitation/create": "elicitation", "sampling/createMessage": "sampling", "roots/list": "roots"}
 
-LEGACY_METHODS = {"initialize", "ping", "tools/list", "tools/call", "prompts/list", "prompts/get",
-                  "resources/list", "resources/read", "resources/templates/list",
-                  "resources/subscribe", "resources/unsubscribe", "completion/complete",
-                  "logging/setLevel"}
-MODERN_METHODS = {"server/discover", "tools/list", "tools/call", "prompts/list", "prompts/get",
-                  "resources/list", "resources/read", "resources/templates/list",
-                  "completion/complete", "subscriptions/listen"}
+LEGACY_METHODS = {
+    "initialize",
+    "ping",
+    "tools/list",
+    "tools/call",
+    "prompts/list",
+    "prompts/get",
+    "resources/list",
+    "resources/read",
+    "resources/templates/list",
+    "resources/subscribe",
+    "resources/unsubscribe",
+    "completion/complete",
+    "logging/setLevel",
+}
+MODERN_METHODS = {
+    "server/discover",
+    "tools/list",
+    "tools/call",
+    "prompts/list",
+    "prompts/get",
+    "resources/list",
+    "resources/read",
+    "resources/templates/list",
+    "completion/complete",
+    "subscriptions/listen",
+}
 # MRTR is allowed on these (2026-07-28 basic/patterns/mrtr.mdx:184-192).
 MRTR_METHODS = {"tools/call", "prompts/get", "resources/read"}
 # Results that carry caching hints on the modern wire (server/utilities/caching.mdx).
-CACHEABLE = {"server/discover", "tools/list", "prompts/list", "resources/list",
-             "resources/templates/list", "resources/read"}
+CACHEABLE = {
+    "server/discover",
+    "tools/list",
+    "prompts/list",
+    "resources/list",
+    "resources/templates/list",
+    "resources/read",
+}
 
 Send = Callable[[dict[str, Any]], Awaitable[None]]
 
@@ -96,8 +122,9 @@ class InputRequired(Exception):
 
 
 def missing_capability(caps: dict[str, Any]) -> RpcError:
-    return RpcError(-32021, "Missing required client capability: " + ", ".join(sorted(caps)),
-                    {"requiredCapabilities": caps}, 400)
+    return RpcError(
+        -32021, "Missing required client capability: " + ", ".join(sorted(caps)), {"requiredCapabilities": caps}, 400
+    )
 
 
 # ==== requestState: opaque, HMAC-protected =====================================================
@@ -173,8 +200,13 @@ class Session:
             # abandoned (our own request was cancelled): tell the client to stop asking
             if not fut.done():
                 try:
-                    await send({"jsonrpc": "2.0", "method": "notifications/cancelled",
-                                "params": {"requestId": rid, "reason": "request abandoned"}})
+                    await send(
+                        {
+                            "jsonrpc": "2.0",
+                            "method": "notifications/cancelled",
+                            "params": {"requestId": rid, "reason": "request abandoned"},
+                        }
+                    )
                 except Exception:  # the stream may already be gone
                     pass
             raise
@@ -187,8 +219,9 @@ class Session:
             return False
         if "error" in msg:
             err = msg["error"] if isinstance(msg["error"], dict) else {}
-            fut.set_exception(RpcError(int(err.get("code", -32603)),
-                                       str(err.get("message", "client error")), err.get("data")))
+            fut.set_exception(
+                RpcError(int(err.get("code", -32603)), str(err.get("message", "client error")), err.get("data"))
+            )
         else:
             fut.set_result(msg.get("result") if isinstance(msg.get("result"), dict) else {})
         return True
@@ -228,8 +261,7 @@ class Subscription:
 class Call:
     """Everything a handler needs: which wire, the client's capabilities, and a way to talk back."""
 
-    def __init__(self, server: "Server", msg: dict[str, Any], modern: bool, session: Session | None,
-                 send: Send):
+    def __init__(self, server: Server, msg: dict[str, Any], modern: bool, session: Session | None, send: Send):
         self.server, self.modern, self.session, self.send = server, modern, session, send
         self.id = msg.get("id")
         self.method = msg.get("method")
@@ -239,7 +271,7 @@ class Call:
         self.meta: dict[str, Any] = meta if isinstance(meta, dict) else {}
         self.target = self.params.get("name") or self.params.get("uri")
         # MRTR bookkeeping (modern only)
-        self.answers: dict[str, Any] = {}   # answers known for this round (state + inputResponses)
+        self.answers: dict[str, Any] = {}  # answers known for this round (state + inputResponses)
         self.collected: dict[str, Any] = {}  # answers used so far; carried in the next requestState
         self.state_verified = False
         self.resumed = False
@@ -267,8 +299,7 @@ class Call:
         await self.notify("notifications/message", {"level": level, "logger": logger, "data": data})
         return True
 
-    async def progress(self, progress: float, total: float | None = None,
-                       message: str | None = None) -> bool:
+    async def progress(self, progress: float, total: float | None = None, message: str | None = None) -> bool:
         token = self.meta.get("progressToken")
         if token is None:
             return False
@@ -312,11 +343,15 @@ class Call:
         if not self.modern:
             assert self.session is not None
             keys = list(requests)
-            answers = await asyncio.gather(*(self.session.request(self.send, requests[k]["method"],
-                                                                  requests[k]["params"]) for k in keys))
+            answers = await asyncio.gather(
+                *(self.session.request(self.send, requests[k]["method"], requests[k]["params"]) for k in keys)
+            )
             return dict(zip(keys, answers))
-        have = {k: self.answers[k] for k, r in requests.items()
-                if k in self.answers and valid_answer(r["method"], self.answers[k])}
+        have = {
+            k: self.answers[k]
+            for k, r in requests.items()
+            if k in self.answers and valid_answer(r["method"], self.answers[k])
+        }
         missing = {k: r for k, r in requests.items() if k not in have}
         self.collected.update(have)
         if not missing:
@@ -326,8 +361,9 @@ class Call:
             raise missing_capability({cap: {} for cap in sorted(needed)})
         token = None
         if state or self.collected:
-            token = self.server.signer.sign({"k": self.mrtr_key(), "a": self.collected,
-                                             "n": uuid.uuid4().hex[:12], "t": int(time.time())})
+            token = self.server.signer.sign(
+                {"k": self.mrtr_key(), "a": self.collected, "n": uuid.uuid4().hex[:12], "t": int(time.time())}
+            )
         raise InputRequired(missing, token)
 
 
@@ -339,9 +375,10 @@ def elicit(message: str, properties: dict[str, Any], required: list[str] | None 
 
 
 def sample(text: str, max_tokens: int = 100) -> dict[str, Any]:
-    return {"method": "sampling/createMessage", "params": {
-        "messages": [{"role": "user", "content": {"type": "text", "text": text}}],
-        "maxTokens": max_tokens}}
+    return {
+        "method": "sampling/createMessage",
+        "params": {"messages": [{"role": "user", "content": {"type": "text", "text": text}}], "maxTokens": max_tokens},
+    }
 
 
 def list_roots() -> dict[str, Any]:
@@ -405,8 +442,7 @@ class Server:
         """Per-request ``_meta`` rules of 2026-07-28 (basic/index.mdx:375-392)."""
         meta = call.params.get("_meta")
         if not isinstance(meta, dict):
-            raise RpcError(-32602, "Invalid params: missing _meta (protocolVersion, clientCapabilities)",
-                           None, 400)
+            raise RpcError(-32602, "Invalid params: missing _meta (protocolVersion, clientCapabilities)", None, 400)
         missing = [k for k in (PV_KEY, CAPS_KEY) if k not in meta]
         if missing:
             raise RpcError(-32602, f"Invalid params: missing _meta keys: {', '.join(missing)}", None, 400)
@@ -418,8 +454,9 @@ class Server:
     def check_modern_version(self, call: Call) -> None:
         version = call.meta.get(PV_KEY)
         if version != MODERN:
-            raise RpcError(-32022, f"Unsupported protocol version: {version!r}",
-                           {"supported": [MODERN], "requested": version}, 400)
+            raise RpcError(
+                -32022, f"Unsupported protocol version: {version!r}", {"supported": [MODERN], "requested": version}, 400
+            )
 
     async def handle(self, call: Call) -> dict[str, Any]:
         method = call.method
@@ -447,8 +484,7 @@ class Server:
         if method == "server/discover":
             if getattr(self, "legacy_only", False):
                 raise RpcError(-32601, "Method not found: server/discover (this server speaks 2025-11-25)")
-            return {"supportedVersions": [MODERN], "capabilities": self.capabilities(),
-                    "instructions": INSTRUCTIONS}
+            return {"supportedVersions": [MODERN], "capabilities": self.capabilities(), "instructions": INSTRUCTIONS}
         if method == "logging/setLevel":
             level = params.get("level")
             if level not in LEVELS:
@@ -492,16 +528,24 @@ class Server:
         caps = call.params.get("capabilities")
         call.session.protocol_version = version
         call.session.client_caps = caps if isinstance(caps, dict) else {}
-        return {"protocolVersion": version, "capabilities": self.capabilities(),
-                "serverInfo": dict(SERVER_INFO), "instructions": INSTRUCTIONS}
+        return {
+            "protocolVersion": version,
+            "capabilities": self.capabilities(),
+            "serverInfo": dict(SERVER_INFO),
+            "instructions": INSTRUCTIONS,
+        }
 
     @staticmethod
     def capabilities() -> dict[str, Any]:
         """Same on both wires. Modern: list changes and resource updates arrive on
         subscriptions/listen streams; legacy: on the session (GET stream / stdout)."""
-        return {"tools": {"listChanged": True}, "prompts": {"listChanged": True},
-                "resources": {"subscribe": True, "listChanged": True},
-                "completions": {}, "logging": {}}
+        return {
+            "tools": {"listChanged": True},
+            "prompts": {"listChanged": True},
+            "resources": {"subscribe": True, "listChanged": True},
+            "completions": {},
+            "logging": {},
+        }
 
     # ---- subscriptions/listen (modern) ---------------------------------------------------------
     def listen_filter(self, call: Call) -> dict[str, Any]:
@@ -524,8 +568,9 @@ class Server:
         self.check_modern_version(call)
         accepted = self.listen_filter(call)
         sub = Subscription(call.id, accepted, call.send)
-        await call.notify("notifications/subscriptions/acknowledged",
-                          {"_meta": {SUBID_KEY: call.id}, "notifications": accepted})
+        await call.notify(
+            "notifications/subscriptions/acknowledged", {"_meta": {SUBID_KEY: call.id}, "notifications": accepted}
+        )
         self.listeners[next(self._listener_ids)] = sub
         for uri in accepted.get("resourceSubscriptions", []):
             self.surface.on_subscribe(self, None, uri)

@@ -26,10 +26,10 @@ import itertools
 import json
 import re
 import uuid
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
-from fixture_core import (LEGACY_VERSIONS, MODERN, PV_KEY, Call, RpcError, Server, Session,
-                          log_stderr)
+from fixture_core import LEGACY_VERSIONS, MODERN, PV_KEY, Call, RpcError, Server, Session, log_stderr
 
 LOCAL_HOSTS = {"localhost", "127.0.0.1", "[::1]", "::1"}
 B64_SENTINEL = re.compile(r"^=\?base64\?(.*)\?=$", re.S)
@@ -95,14 +95,14 @@ def check_modern_headers(server: Server, msg: dict[str, Any], headers: Any) -> N
     if version is None:
         raise header_error("missing MCP-Protocol-Version header")
     if version.strip() != meta.get(PV_KEY):
-        raise header_error(f"MCP-Protocol-Version header {version.strip()!r} does not match "
-                           f"_meta protocolVersion {meta.get(PV_KEY)!r}")
+        raise header_error(
+            f"MCP-Protocol-Version header {version.strip()!r} does not match _meta protocolVersion {meta.get(PV_KEY)!r}"
+        )
     method = headers.get("mcp-method")
     if method is None:
         raise header_error("missing Mcp-Method header")
     if method.strip(" \t") != msg.get("method"):
-        raise header_error(f"Mcp-Method header {method.strip()!r} does not match body method "
-                           f"{msg.get('method')!r}")
+        raise header_error(f"Mcp-Method header {method.strip()!r} does not match body method {msg.get('method')!r}")
     field = NAME_METHODS.get(msg.get("method", ""))
     if field is not None and params.get(field) is not None:
         name = headers.get("mcp-name")
@@ -191,8 +191,9 @@ class HttpApp:
             return
         req = Request(scope, receive)
         if not local_origin_ok(req.headers):
-            await self.json(scope, receive, send, 403, RpcError(-32600, "Forbidden: non-local Host or Origin")
-                            .to_msg(None))
+            await self.json(
+                scope, receive, send, 403, RpcError(-32600, "Forbidden: non-local Host or Origin").to_msg(None)
+            )
             return
         if scope["method"] == "POST":
             await self.post(req, scope, receive, send)
@@ -204,9 +205,11 @@ class HttpApp:
             await Response(status_code=405, headers={"Allow": "GET, POST, DELETE"})(scope, receive, send)
 
     @staticmethod
-    async def json(scope: dict, receive: Callable, send: Callable, status: int, body: Any,
-                   headers: dict[str, str] | None = None) -> None:
+    async def json(
+        scope: dict, receive: Callable, send: Callable, status: int, body: Any, headers: dict[str, str] | None = None
+    ) -> None:
         from starlette.responses import JSONResponse
+
         await JSONResponse(body, status, headers=headers)(scope, receive, send)
 
     def session_of(self, req: Any) -> tuple[Session | None, int]:
@@ -227,9 +230,15 @@ class HttpApp:
             await self.json(scope, receive, send, 400, RpcError(-32700, f"Parse error: {e}").to_msg(None))
             return
         if not isinstance(msg, dict) or msg.get("jsonrpc") != "2.0":
-            await self.json(scope, receive, send, 400, RpcError(
-                -32600, "Invalid Request: expected one JSON-RPC 2.0 message (batches are not supported)")
-                .to_msg(msg.get("id") if isinstance(msg, dict) else None))
+            await self.json(
+                scope,
+                receive,
+                send,
+                400,
+                RpcError(
+                    -32600, "Invalid Request: expected one JSON-RPC 2.0 message (batches are not supported)"
+                ).to_msg(msg.get("id") if isinstance(msg, dict) else None),
+            )
             return
         header_version = req.headers.get("mcp-protocol-version")
 
@@ -269,7 +278,7 @@ class HttpApp:
             return
         await exchange.run(self.server.respond(call), cancel_on_disconnect=True)
 
-    async def listen(self, call: Call, exchange: "Exchange") -> None:
+    async def listen(self, call: Call, exchange: Exchange) -> None:
         try:
             sub = await self.server.open_listen(call)
         except RpcError as e:
@@ -288,16 +297,31 @@ class HttpApp:
         else:
             session, status = self.session_of(req)
             if session is None:
-                text = ("Bad Request: missing Mcp-Session-Id (call initialize first)" if status == 400
-                        else "Session not found")
-                await self.json(scope, receive, send, status, RpcError(-32600 if status == 400 else -32001, text)
-                                .to_msg(msg.get("id")))
+                text = (
+                    "Bad Request: missing Mcp-Session-Id (call initialize first)"
+                    if status == 400
+                    else "Session not found"
+                )
+                await self.json(
+                    scope,
+                    receive,
+                    send,
+                    status,
+                    RpcError(-32600 if status == 400 else -32001, text).to_msg(msg.get("id")),
+                )
                 return
             headers["mcp-session-id"] = session.sid or ""
             version = req.headers.get("mcp-protocol-version")
             if version is not None and version.strip() not in LEGACY_VERSIONS:
-                await self.json(scope, receive, send, 400, RpcError(
-                    -32600, f"Bad Request: unsupported MCP-Protocol-Version {version!r}").to_msg(msg.get("id")))
+                await self.json(
+                    scope,
+                    receive,
+                    send,
+                    400,
+                    RpcError(-32600, f"Bad Request: unsupported MCP-Protocol-Version {version!r}").to_msg(
+                        msg.get("id")
+                    ),
+                )
                 return
         stream = LegacyStream(uuid.uuid4().hex[:12])
         exchange = Exchange(scope, receive, send, stream=stream, headers=headers)
@@ -362,7 +386,8 @@ class HttpApp:
         session, status = self.session_of(req)
         if session is None:
             await Response("missing Mcp-Session-Id" if status == 400 else "session not found", status)(
-                scope, receive, send)
+                scope, receive, send
+            )
             return
         self.server.sessions.pop(session.sid or "", None)
         session.close()
@@ -376,8 +401,15 @@ class HttpApp:
 class Exchange:
     """One HTTP response: JSON, or SSE once something is sent before the final answer."""
 
-    def __init__(self, scope: dict, receive: Callable, send: Callable, *,
-                 stream: LegacyStream | None = None, headers: dict[str, str] | None = None):
+    def __init__(
+        self,
+        scope: dict,
+        receive: Callable,
+        send: Callable,
+        *,
+        stream: LegacyStream | None = None,
+        headers: dict[str, str] | None = None,
+    ):
         self.scope, self.receive, self.send = scope, receive, send
         self.stream = stream
         self.headers = headers or {}
@@ -393,8 +425,11 @@ class Exchange:
 
     async def _start_sse(self) -> None:
         self.streaming = True
-        headers = [(b"content-type", b"text/event-stream"), (b"cache-control", b"no-cache"),
-                   (b"x-accel-buffering", b"no")]
+        headers = [
+            (b"content-type", b"text/event-stream"),
+            (b"cache-control", b"no-cache"),
+            (b"x-accel-buffering", b"no"),
+        ]
         headers += [(k.encode(), v.encode()) for k, v in self.headers.items()]
         await self.send({"type": "http.response.start", "status": 200, "headers": headers})
 
@@ -463,8 +498,7 @@ class Exchange:
                     else:
                         if self.stream is not None:
                             self.stream.finished = True
-                        await HttpApp.json(self.scope, self.receive, self.send, status, response,
-                                           self.headers)
+                        await HttpApp.json(self.scope, self.receive, self.send, status, response, self.headers)
                     return
                 disconnected = True  # watcher finished: the client went away
                 return

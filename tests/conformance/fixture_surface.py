@@ -27,12 +27,10 @@ import struct
 import wave
 from typing import Any
 
-from fixture_core import (Call, RpcError, Server, Session, elicit, list_roots, missing_capability,
-                          sample)
+from fixture_core import Call, RpcError, Server, Session, elicit, list_roots, missing_capability, sample
 
 # ---- binary payloads (only need to be valid base64 of the right kind) -----------------------
-PNG_B64 = ("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kg"
-           "AAAABJRU5ErkJggg==")
+PNG_B64 = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg=="
 
 
 def _wav_b64() -> str:
@@ -64,8 +62,13 @@ EMPTY = {"type": "object", "properties": {}}
 JSON_SCHEMA_2020_12 = {
     "$schema": "https://json-schema.org/draft/2020-12/schema",
     "type": "object",
-    "$defs": {"address": {"$anchor": "addressDef", "type": "object",
-                          "properties": {"street": {"type": "string"}, "city": {"type": "string"}}}},
+    "$defs": {
+        "address": {
+            "$anchor": "addressDef",
+            "type": "object",
+            "properties": {"street": {"type": "string"}, "city": {"type": "string"}},
+        }
+    },
     "properties": {
         "name": {"type": "string"},
         "address": {"$ref": "#/$defs/address"},
@@ -94,121 +97,225 @@ TOOLS: list[dict[str, Any]] = [
     {"name": "test_simple_text", "description": "Returns a simple text response.", "inputSchema": EMPTY},
     {"name": "test_image_content", "description": "Returns one PNG image block.", "inputSchema": EMPTY},
     {"name": "test_audio_content", "description": "Returns one WAV audio block.", "inputSchema": EMPTY},
-    {"name": "test_embedded_resource", "description": "Returns one embedded text resource.",
-     "inputSchema": EMPTY},
-    {"name": "test_multiple_content_types", "description": "Returns text, image and resource blocks.",
-     "inputSchema": EMPTY},
-    {"name": "test_error_handling", "description": "Returns a tool error (isError: true).",
-     "inputSchema": EMPTY},
-    {"name": "test_tool_with_progress", "description": "Reports progress 0/50/100 when given a progressToken.",
-     "inputSchema": EMPTY},
+    {"name": "test_embedded_resource", "description": "Returns one embedded text resource.", "inputSchema": EMPTY},
+    {
+        "name": "test_multiple_content_types",
+        "description": "Returns text, image and resource blocks.",
+        "inputSchema": EMPTY,
+    },
+    {"name": "test_error_handling", "description": "Returns a tool error (isError: true).", "inputSchema": EMPTY},
+    {
+        "name": "test_tool_with_progress",
+        "description": "Reports progress 0/50/100 when given a progressToken.",
+        "inputSchema": EMPTY,
+    },
     {"name": "test_tool_with_logging", "description": "Emits three info log messages.", "inputSchema": EMPTY},
-    {"name": "test_sampling", "description": "Asks the client to sample an LLM completion.",
-     "inputSchema": _obj({"prompt": _S}, ["prompt"])},
-    {"name": "test_elicitation", "description": "Asks the client for a username and email.",
-     "inputSchema": _obj({"message": _S}, ["message"])},
-    {"name": "test_elicitation_sep1034_defaults", "description": "Elicitation whose schema has defaults (SEP-1034).",
-     "inputSchema": EMPTY},
-    {"name": "test_elicitation_sep1330_enums", "description": "Elicitation with every enum form (SEP-1330).",
-     "inputSchema": EMPTY},
-    {"name": "json_schema_2020_12_tool", "description": "Tool with JSON Schema 2020-12 features",
-     "inputSchema": JSON_SCHEMA_2020_12},
-    {"name": "test_reconnection", "description": "Closes the SSE stream mid-call, then answers (SEP-1699).",
-     "inputSchema": EMPTY},
+    {
+        "name": "test_sampling",
+        "description": "Asks the client to sample an LLM completion.",
+        "inputSchema": _obj({"prompt": _S}, ["prompt"]),
+    },
+    {
+        "name": "test_elicitation",
+        "description": "Asks the client for a username and email.",
+        "inputSchema": _obj({"message": _S}, ["message"]),
+    },
+    {
+        "name": "test_elicitation_sep1034_defaults",
+        "description": "Elicitation whose schema has defaults (SEP-1034).",
+        "inputSchema": EMPTY,
+    },
+    {
+        "name": "test_elicitation_sep1330_enums",
+        "description": "Elicitation with every enum form (SEP-1330).",
+        "inputSchema": EMPTY,
+    },
+    {
+        "name": "json_schema_2020_12_tool",
+        "description": "Tool with JSON Schema 2020-12 features",
+        "inputSchema": JSON_SCHEMA_2020_12,
+    },
+    {
+        "name": "test_reconnection",
+        "description": "Closes the SSE stream mid-call, then answers (SEP-1699).",
+        "inputSchema": EMPTY,
+    },
     # section 4: stateless diagnostics
-    {"name": "test_missing_capability", "description": "Needs the client's sampling capability.",
-     "inputSchema": EMPTY},
-    {"name": "test_streaming_elicitation", "description": "Answers at once; never sends a request on the stream.",
-     "inputSchema": EMPTY},
-    {"name": "test_logging_tool", "description": "Logs only when the request set a log level.",
-     "inputSchema": EMPTY},
-    {"name": "test_trigger_tool_change", "description": "Toggles test_dynamic_tool and announces the change.",
-     "inputSchema": EMPTY},
-    {"name": "test_trigger_prompt_change", "description": "Toggles test_dynamic_prompt and announces the change.",
-     "inputSchema": EMPTY},
+    {"name": "test_missing_capability", "description": "Needs the client's sampling capability.", "inputSchema": EMPTY},
+    {
+        "name": "test_streaming_elicitation",
+        "description": "Answers at once; never sends a request on the stream.",
+        "inputSchema": EMPTY,
+    },
+    {"name": "test_logging_tool", "description": "Logs only when the request set a log level.", "inputSchema": EMPTY},
+    {
+        "name": "test_trigger_tool_change",
+        "description": "Toggles test_dynamic_tool and announces the change.",
+        "inputSchema": EMPTY,
+    },
+    {
+        "name": "test_trigger_prompt_change",
+        "description": "Toggles test_dynamic_prompt and announces the change.",
+        "inputSchema": EMPTY,
+    },
     # section 3: MRTR
-    {"name": "test_input_required_result_elicitation", "description": "MRTR: asks for a name (key user_name).",
-     "inputSchema": EMPTY},
-    {"name": "test_input_required_result_sampling", "description": "MRTR: asks for one sampling completion.",
-     "inputSchema": EMPTY},
-    {"name": "test_input_required_result_list_roots", "description": "MRTR: asks for the client's roots.",
-     "inputSchema": EMPTY},
-    {"name": "test_input_required_result_request_state", "description": "MRTR: round-trips a signed requestState.",
-     "inputSchema": EMPTY},
-    {"name": "test_input_required_result_multiple_inputs",
-     "description": "MRTR: asks elicitation, sampling and roots at once.", "inputSchema": EMPTY},
-    {"name": "test_input_required_result_multi_round", "description": "MRTR: two rounds of questions.",
-     "inputSchema": EMPTY},
-    {"name": "test_input_required_result_tampered_state", "description": "MRTR: rejects a tampered requestState.",
-     "inputSchema": EMPTY},
-    {"name": "test_input_required_result_capabilities",
-     "description": "MRTR: asks only for what the client declared.", "inputSchema": EMPTY},
+    {
+        "name": "test_input_required_result_elicitation",
+        "description": "MRTR: asks for a name (key user_name).",
+        "inputSchema": EMPTY,
+    },
+    {
+        "name": "test_input_required_result_sampling",
+        "description": "MRTR: asks for one sampling completion.",
+        "inputSchema": EMPTY,
+    },
+    {
+        "name": "test_input_required_result_list_roots",
+        "description": "MRTR: asks for the client's roots.",
+        "inputSchema": EMPTY,
+    },
+    {
+        "name": "test_input_required_result_request_state",
+        "description": "MRTR: round-trips a signed requestState.",
+        "inputSchema": EMPTY,
+    },
+    {
+        "name": "test_input_required_result_multiple_inputs",
+        "description": "MRTR: asks elicitation, sampling and roots at once.",
+        "inputSchema": EMPTY,
+    },
+    {
+        "name": "test_input_required_result_multi_round",
+        "description": "MRTR: two rounds of questions.",
+        "inputSchema": EMPTY,
+    },
+    {
+        "name": "test_input_required_result_tampered_state",
+        "description": "MRTR: rejects a tampered requestState.",
+        "inputSchema": EMPTY,
+    },
+    {
+        "name": "test_input_required_result_capabilities",
+        "description": "MRTR: asks only for what the client declared.",
+        "inputSchema": EMPTY,
+    },
     # section 2: task tools (plain tools here; mcpx applies the task policy, see module docstring)
-    {"name": "greet", "description": "Greets someone at once.",
-     "inputSchema": _obj({"name": _S}, ["name"])},
-    {"name": "slow_compute", "description": "Sleeps `seconds`, then reports completion. Cancellable.",
-     "inputSchema": _obj({"seconds": {"type": "number", "minimum": 0}, "label": _S}, ["seconds"])},
-    {"name": "failing_job", "description": "After ~1 s returns a tool error (isError: true).",
-     "inputSchema": EMPTY},
-    {"name": "protocol_error_job", "description": "After ~0.5 s fails with a JSON-RPC error.",
-     "inputSchema": EMPTY},
-    {"name": "confirm_delete", "description": "Asks for confirmation before deleting a file.",
-     "inputSchema": _obj({"filename": _S}, ["filename"])},
+    {"name": "greet", "description": "Greets someone at once.", "inputSchema": _obj({"name": _S}, ["name"])},
+    {
+        "name": "slow_compute",
+        "description": "Sleeps `seconds`, then reports completion. Cancellable.",
+        "inputSchema": _obj({"seconds": {"type": "number", "minimum": 0}, "label": _S}, ["seconds"]),
+    },
+    {"name": "failing_job", "description": "After ~1 s returns a tool error (isError: true).", "inputSchema": EMPTY},
+    {"name": "protocol_error_job", "description": "After ~0.5 s fails with a JSON-RPC error.", "inputSchema": EMPTY},
+    {
+        "name": "confirm_delete",
+        "description": "Asks for confirmation before deleting a file.",
+        "inputSchema": _obj({"filename": _S}, ["filename"]),
+    },
     {"name": "multi_input", "description": "Asks two questions at the same time.", "inputSchema": EMPTY},
-    {"name": "test_tool_with_task", "description": "Asks for a name first, then works ~1.5 s.",
-     "inputSchema": EMPTY},
+    {"name": "test_tool_with_task", "description": "Asks for a name first, then works ~1.5 s.", "inputSchema": EMPTY},
     # section 6: custom header parameter (SEP-2243)
-    {"name": "test_header_param", "description": "Echoes a region that is mirrored in Mcp-Param-Region.",
-     "inputSchema": _obj({"region": {"type": "string", "x-mcp-header": "Region"}}, ["region"])},
+    {
+        "name": "test_header_param",
+        "description": "Echoes a region that is mirrored in Mcp-Param-Region.",
+        "inputSchema": _obj({"region": {"type": "string", "x-mcp-header": "Region"}}, ["region"]),
+    },
 ]
-DYNAMIC_TOOL = {"name": "test_dynamic_tool", "description": "Present while toggled on by test_trigger_tool_change.",
-                "inputSchema": EMPTY}
+DYNAMIC_TOOL = {
+    "name": "test_dynamic_tool",
+    "description": "Present while toggled on by test_trigger_tool_change.",
+    "inputSchema": EMPTY,
+}
 
 PROMPTS: list[dict[str, Any]] = [
     {"name": "test_simple_prompt", "description": "A simple prompt without arguments."},
-    {"name": "test_prompt_with_arguments", "description": "A prompt with two required arguments.",
-     "arguments": [{"name": "arg1", "description": "First argument", "required": True},
-                   {"name": "arg2", "description": "Second argument", "required": True}]},
-    {"name": "test_prompt_with_embedded_resource", "description": "A prompt embedding a resource.",
-     "arguments": [{"name": "resourceUri", "description": "URI of the resource to embed", "required": True}]},
+    {
+        "name": "test_prompt_with_arguments",
+        "description": "A prompt with two required arguments.",
+        "arguments": [
+            {"name": "arg1", "description": "First argument", "required": True},
+            {"name": "arg2", "description": "Second argument", "required": True},
+        ],
+    },
+    {
+        "name": "test_prompt_with_embedded_resource",
+        "description": "A prompt embedding a resource.",
+        "arguments": [{"name": "resourceUri", "description": "URI of the resource to embed", "required": True}],
+    },
     {"name": "test_prompt_with_image", "description": "A prompt with an image."},
     {"name": "test_input_required_result_prompt", "description": "MRTR on prompts/get: asks for context first."},
 ]
-DYNAMIC_PROMPT = {"name": "test_dynamic_prompt", "description": "Present while toggled on by test_trigger_prompt_change."}
+DYNAMIC_PROMPT = {
+    "name": "test_dynamic_prompt",
+    "description": "Present while toggled on by test_trigger_prompt_change.",
+}
 
 WATCHED_URI = "test://watched-resource"
 RESOURCES: list[dict[str, Any]] = [
-    {"uri": "test://static-text", "name": "static-text", "description": "Static text resource",
-     "mimeType": "text/plain"},
-    {"uri": "test://static-binary", "name": "static-binary", "description": "Static binary resource (PNG)",
-     "mimeType": "image/png"},
-    {"uri": WATCHED_URI, "name": "watched-resource", "description": "Subscribable resource",
-     "mimeType": "text/plain"},
+    {
+        "uri": "test://static-text",
+        "name": "static-text",
+        "description": "Static text resource",
+        "mimeType": "text/plain",
+    },
+    {
+        "uri": "test://static-binary",
+        "name": "static-binary",
+        "description": "Static binary resource (PNG)",
+        "mimeType": "image/png",
+    },
+    {"uri": WATCHED_URI, "name": "watched-resource", "description": "Subscribable resource", "mimeType": "text/plain"},
 ]
 TEMPLATES: list[dict[str, Any]] = [
-    {"uriTemplate": "test://template/{id}/data", "name": "template-data",
-     "description": "Templated JSON resource", "mimeType": "application/json"},
+    {
+        "uriTemplate": "test://template/{id}/data",
+        "name": "template-data",
+        "description": "Templated JSON resource",
+        "mimeType": "application/json",
+    },
 ]
 
-SEP1034_SCHEMA = {"type": "object", "properties": {
-    "name": {"type": "string", "default": "John Doe"},
-    "age": {"type": "integer", "default": 30},
-    "score": {"type": "number", "default": 95.5},
-    "status": {"type": "string", "enum": ["active", "inactive", "pending"], "default": "active"},
-    "verified": {"type": "boolean", "default": True},
-}}
-SEP1330_SCHEMA = {"type": "object", "properties": {
-    "untitledSingle": {"type": "string", "enum": ["option1", "option2", "option3"]},
-    "titledSingle": {"type": "string", "oneOf": [
-        {"const": "value1", "title": "First Option"}, {"const": "value2", "title": "Second Option"},
-        {"const": "value3", "title": "Third Option"}]},
-    "legacyEnum": {"type": "string", "enum": ["opt1", "opt2", "opt3"],
-                   "enumNames": ["Option One", "Option Two", "Option Three"]},
-    "untitledMulti": {"type": "array", "items": {"type": "string", "enum": ["option1", "option2", "option3"]}},
-    "titledMulti": {"type": "array", "items": {"anyOf": [
-        {"const": "value1", "title": "First Choice"}, {"const": "value2", "title": "Second Choice"},
-        {"const": "value3", "title": "Third Choice"}]}},
-}}
+SEP1034_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "name": {"type": "string", "default": "John Doe"},
+        "age": {"type": "integer", "default": 30},
+        "score": {"type": "number", "default": 95.5},
+        "status": {"type": "string", "enum": ["active", "inactive", "pending"], "default": "active"},
+        "verified": {"type": "boolean", "default": True},
+    },
+}
+SEP1330_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "untitledSingle": {"type": "string", "enum": ["option1", "option2", "option3"]},
+        "titledSingle": {
+            "type": "string",
+            "oneOf": [
+                {"const": "value1", "title": "First Option"},
+                {"const": "value2", "title": "Second Option"},
+                {"const": "value3", "title": "Third Option"},
+            ],
+        },
+        "legacyEnum": {
+            "type": "string",
+            "enum": ["opt1", "opt2", "opt3"],
+            "enumNames": ["Option One", "Option Two", "Option Three"],
+        },
+        "untitledMulti": {"type": "array", "items": {"type": "string", "enum": ["option1", "option2", "option3"]}},
+        "titledMulti": {
+            "type": "array",
+            "items": {
+                "anyOf": [
+                    {"const": "value1", "title": "First Choice"},
+                    {"const": "value2", "title": "Second Choice"},
+                    {"const": "value3", "title": "Third Choice"},
+                ]
+            },
+        },
+    },
+}
 
 
 def _summary(prefix: str, answer: dict[str, Any]) -> str:
@@ -259,13 +366,19 @@ class Surface:
         if not isinstance(uri, str):
             raise RpcError(-32602, "Invalid params: 'uri' (string) is required")
         if uri == "test://static-text":
-            return {"contents": [{"uri": uri, "mimeType": "text/plain",
-                                  "text": "This is the content of the static text resource."}]}
+            return {
+                "contents": [
+                    {"uri": uri, "mimeType": "text/plain", "text": "This is the content of the static text resource."}
+                ]
+            }
         if uri == "test://static-binary":
             return {"contents": [{"uri": uri, "mimeType": "image/png", "blob": PNG_B64}]}
         if uri == WATCHED_URI:
-            return {"contents": [{"uri": uri, "mimeType": "text/plain",
-                                  "text": f"Watched resource, version {self.watched_version}."}]}
+            return {
+                "contents": [
+                    {"uri": uri, "mimeType": "text/plain", "text": f"Watched resource, version {self.watched_version}."}
+                ]
+            }
         parts = uri.split("/")
         if uri.startswith("test://template/") and len(parts) == 5 and parts[4] == "data" and parts[3]:
             rid = parts[3]
@@ -293,8 +406,9 @@ class Surface:
         values: list[str] = []
         if ref.get("type") == "ref/prompt" and ref.get("name") == "test_prompt_with_arguments":
             prefix = str(arg.get("value", ""))
-            candidates = {"arg1": ["testValue1", "test-alpha", "test-beta"],
-                          "arg2": ["testValue2", "test-gamma"]}.get(str(arg.get("name")), [])
+            candidates = {"arg1": ["testValue1", "test-alpha", "test-beta"], "arg2": ["testValue2", "test-gamma"]}.get(
+                str(arg.get("name")), []
+            )
             values = [c for c in candidates if c.startswith(prefix)]
         elif ref.get("type") == "ref/resource" and ref.get("uri") == "test://template/{id}/data":
             values = [v for v in ("123", "456") if v.startswith(str(arg.get("value", "")))]
@@ -313,25 +427,43 @@ class Surface:
             missing = [a for a in ("arg1", "arg2") if not isinstance(args.get(a), str)]
             if missing:
                 raise RpcError(-32602, f"Invalid params: missing required argument(s) {missing}")
-            return {"messages": [user(text(
-                f"Prompt with arguments: arg1='{args['arg1']}', arg2='{args['arg2']}'"))]}
+            return {"messages": [user(text(f"Prompt with arguments: arg1='{args['arg1']}', arg2='{args['arg2']}'"))]}
         if name == "test_prompt_with_embedded_resource":
             uri = args.get("resourceUri")
             if not isinstance(uri, str):
                 raise RpcError(-32602, "Invalid params: missing required argument 'resourceUri'")
-            return {"messages": [
-                user({"type": "resource", "resource": {"uri": uri, "mimeType": "text/plain",
-                                                       "text": "Embedded resource content for testing."}}),
-                user(text("Please process the embedded resource above."))]}
+            return {
+                "messages": [
+                    user(
+                        {
+                            "type": "resource",
+                            "resource": {
+                                "uri": uri,
+                                "mimeType": "text/plain",
+                                "text": "Embedded resource content for testing.",
+                            },
+                        }
+                    ),
+                    user(text("Please process the embedded resource above.")),
+                ]
+            }
         if name == "test_prompt_with_image":
-            return {"messages": [user({"type": "image", "data": PNG_B64, "mimeType": "image/png"}),
-                                 user(text("Please analyze the image above."))]}
+            return {
+                "messages": [
+                    user({"type": "image", "data": PNG_B64, "mimeType": "image/png"}),
+                    user(text("Please analyze the image above.")),
+                ]
+            }
         if name == "test_input_required_result_prompt":
-            answers = await call.ask({"user_context": elicit(
-                "What context should the prompt use?", {"context": _S}, ["context"])}, state=False)
+            answers = await call.ask(
+                {"user_context": elicit("What context should the prompt use?", {"context": _S}, ["context"])},
+                state=False,
+            )
             context = _accepted(answers["user_context"]).get("context", "")
-            return {"description": "Prompt built from elicited context",
-                    "messages": [user(text(f"Use this context: {context}"))]}
+            return {
+                "description": "Prompt built from elicited context",
+                "messages": [user(text(f"Use this context: {context}"))],
+            }
         if name == "test_dynamic_prompt" and self.dynamic_prompt:
             return {"messages": [user(text("This is the dynamic prompt."))]}
         raise RpcError(-32602, f"Unknown prompt: {name!r}")
@@ -344,8 +476,11 @@ class Surface:
             args = {}
         if not isinstance(args, dict):
             raise RpcError(-32602, "Invalid params: 'arguments' must be an object")
-        if not isinstance(name, str) or self.tool(name) is None or (
-                name == DYNAMIC_TOOL["name"] and not self.dynamic_tool):
+        if (
+            not isinstance(name, str)
+            or self.tool(name) is None
+            or (name == DYNAMIC_TOOL["name"] and not self.dynamic_tool)
+        ):
             raise RpcError(-32602, f"Unknown tool: {name!r}")
         handler = getattr(self, "tool_" + name)
         return await handler(call, args)
@@ -361,17 +496,34 @@ class Surface:
         return {"content": [{"type": "audio", "data": WAV_B64, "mimeType": "audio/wav"}]}
 
     async def tool_test_embedded_resource(self, call: Call, args: dict) -> dict:
-        return {"content": [{"type": "resource", "resource": {
-            "uri": "test://embedded-resource", "mimeType": "text/plain",
-            "text": "This is an embedded resource content."}}]}
+        return {
+            "content": [
+                {
+                    "type": "resource",
+                    "resource": {
+                        "uri": "test://embedded-resource",
+                        "mimeType": "text/plain",
+                        "text": "This is an embedded resource content.",
+                    },
+                }
+            ]
+        }
 
     async def tool_test_multiple_content_types(self, call: Call, args: dict) -> dict:
-        return {"content": [
-            text("Multiple content types test:"),
-            {"type": "image", "data": PNG_B64, "mimeType": "image/png"},
-            {"type": "resource", "resource": {"uri": "test://mixed-content-resource",
-                                              "mimeType": "application/json",
-                                              "text": json.dumps({"test": "data", "value": 123})}}]}
+        return {
+            "content": [
+                text("Multiple content types test:"),
+                {"type": "image", "data": PNG_B64, "mimeType": "image/png"},
+                {
+                    "type": "resource",
+                    "resource": {
+                        "uri": "test://mixed-content-resource",
+                        "mimeType": "application/json",
+                        "text": json.dumps({"test": "data", "value": 123}),
+                    },
+                },
+            ]
+        }
 
     async def tool_test_error_handling(self, call: Call, args: dict) -> dict:
         return tool_result("This tool intentionally returns an error for testing", is_error=True)
@@ -384,8 +536,7 @@ class Surface:
         return tool_result("Progress test completed.")
 
     async def tool_test_tool_with_logging(self, call: Call, args: dict) -> dict:
-        for i, message in enumerate(("Tool execution started", "Tool processing data",
-                                     "Tool execution completed")):
+        for i, message in enumerate(("Tool execution started", "Tool processing data", "Tool execution completed")):
             if i:
                 await asyncio.sleep(0.05)
             await call.log("info", message)
@@ -402,21 +553,36 @@ class Surface:
         message = args.get("message")
         if not isinstance(message, str):
             raise RpcError(-32602, "Invalid params: 'message' (string) is required")
-        answers = await call.ask({"user_info": elicit(message, {
-            "username": {"type": "string", "description": "Your username"},
-            "email": {"type": "string", "description": "Your email address"}}, ["username", "email"])})
+        answers = await call.ask(
+            {
+                "user_info": elicit(
+                    message,
+                    {
+                        "username": {"type": "string", "description": "Your username"},
+                        "email": {"type": "string", "description": "Your email address"},
+                    },
+                    ["username", "email"],
+                )
+            }
+        )
         return tool_result(_summary("User response", answers["user_info"]))
 
     async def tool_test_elicitation_sep1034_defaults(self, call: Call, args: dict) -> dict:
-        request = {"method": "elicitation/create", "params": {
-            "message": "Please review and update the form fields with defaults",
-            "requestedSchema": SEP1034_SCHEMA}}
+        request = {
+            "method": "elicitation/create",
+            "params": {
+                "message": "Please review and update the form fields with defaults",
+                "requestedSchema": SEP1034_SCHEMA,
+            },
+        }
         answers = await call.ask({"defaults": request})
         return tool_result(_summary("Elicitation completed", answers["defaults"]))
 
     async def tool_test_elicitation_sep1330_enums(self, call: Call, args: dict) -> dict:
-        request = {"method": "elicitation/create", "params": {
-            "message": "Please select options from the enum fields", "requestedSchema": SEP1330_SCHEMA}}
+        request = {
+            "method": "elicitation/create",
+            "params": {"message": "Please select options from the enum fields", "requestedSchema": SEP1330_SCHEMA},
+        }
         answers = await call.ask({"enums": request})
         return tool_result(_summary("Elicitation completed", answers["enums"]))
 
@@ -463,8 +629,7 @@ class Surface:
 
     # section 3 ----------------------------------------------------------------------------------
     async def tool_test_input_required_result_elicitation(self, call: Call, args: dict) -> dict:
-        answers = await call.ask({"user_name": elicit("What is your name?", {"name": _S}, ["name"])},
-                                 state=False)
+        answers = await call.ask({"user_name": elicit("What is your name?", {"name": _S}, ["name"])}, state=False)
         return tool_result(f"Hello, {_accepted(answers['user_name']).get('name', 'stranger')}!")
 
     async def tool_test_input_required_result_sampling(self, call: Call, args: dict) -> dict:
@@ -484,15 +649,18 @@ class Surface:
         return tool_result(f"{verdict}: confirmed ok={json.dumps(ok)}")
 
     async def tool_test_input_required_result_multiple_inputs(self, call: Call, args: dict) -> dict:
-        answers = await call.ask({
-            "user_name": elicit("What is your name?", {"name": _S}, ["name"]),
-            "greeting": sample("Generate a greeting", 50),
-            "client_roots": list_roots(),
-        })
+        answers = await call.ask(
+            {
+                "user_name": elicit("What is your name?", {"name": _S}, ["name"]),
+                "greeting": sample("Generate a greeting", 50),
+                "client_roots": list_roots(),
+            }
+        )
         name = _accepted(answers["user_name"]).get("name", "stranger")
         roots = answers["client_roots"].get("roots") or []
-        return tool_result(f"Received all inputs: name={name}, "
-                           f"greeting={_sampled_text(answers['greeting'])!r}, roots={len(roots)}")
+        return tool_result(
+            f"Received all inputs: name={name}, greeting={_sampled_text(answers['greeting'])!r}, roots={len(roots)}"
+        )
 
     async def tool_test_input_required_result_multi_round(self, call: Call, args: dict) -> dict:
         first = await call.ask({"step1": elicit("What is your name?", {"name": _S}, ["name"])})
@@ -548,8 +716,9 @@ class Surface:
             raise RpcError(-32602, "Invalid params: 'filename' (string) is required")
         if not call.resumed:
             await asyncio.sleep(0.5)  # "work" before the question (lets a gateway create a task first)
-        answers = await call.ask({"confirm": elicit(
-            f"Delete {filename}?", {"confirm": {"type": "boolean"}}, ["confirm"])})
+        answers = await call.ask(
+            {"confirm": elicit(f"Delete {filename}?", {"confirm": {"type": "boolean"}}, ["confirm"])}
+        )
         confirmed = _accepted(answers["confirm"]).get("confirm") is True
         return tool_result(f"Deleted {filename}" if confirmed else f"Kept {filename}")
 
@@ -557,8 +726,12 @@ class Surface:
         if not call.resumed:
             await asyncio.sleep(0.5)
         schema = {"name": _S, "confirm": {"type": "boolean"}}
-        answers = await call.ask({"first": elicit("First input: your name?", schema, ["name"]),
-                                  "second": elicit("Second input: another name?", schema, ["name"])})
+        answers = await call.ask(
+            {
+                "first": elicit("First input: your name?", schema, ["name"]),
+                "second": elicit("Second input: another name?", schema, ["name"]),
+            }
+        )
         first = _accepted(answers["first"]).get("name")
         second = _accepted(answers["second"]).get("name")
         return tool_result(f"multi_input complete: first={first}, second={second}")

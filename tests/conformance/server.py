@@ -26,9 +26,9 @@ from typing import Any
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from fixture_core import Call, RpcError, Server, Session, log_stderr  # noqa: E402
-from fixture_http import run_http  # noqa: E402
-from fixture_surface import Surface  # noqa: E402
+from fixture_core import Call, RpcError, Server, Session, log_stderr
+from fixture_http import run_http
+from fixture_surface import Surface
 
 
 async def run_stdio(server: Server) -> None:
@@ -102,8 +102,11 @@ async def run_stdio(server: Server) -> None:
             await write(RpcError(-32700, f"Parse error: {e}").to_msg(None))
             continue
         if not isinstance(msg, dict) or msg.get("jsonrpc") != "2.0":
-            await write(RpcError(-32600, "Invalid Request: expected one JSON-RPC 2.0 object")
-                        .to_msg(msg.get("id") if isinstance(msg, dict) else None))
+            await write(
+                RpcError(-32600, "Invalid Request: expected one JSON-RPC 2.0 object").to_msg(
+                    msg.get("id") if isinstance(msg, dict) else None
+                )
+            )
             continue
         if "method" not in msg:
             session.on_response(msg)  # answer to one of our legacy server->client requests
@@ -126,10 +129,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     sub = parser.add_subparsers(dest="transport", required=True)
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--ttl-ms", type=int, default=0,
-                        help="ttlMs on modern discover/list/read results (default 0)")
-    common.add_argument("--legacy-only", action="store_true",
-                        help="answer server/discover with -32601, so clients fall back to 2025-11-25")
+    common.add_argument("--ttl-ms", type=int, default=0, help="ttlMs on modern discover/list/read results (default 0)")
+    common.add_argument(
+        "--legacy-only",
+        action="store_true",
+        help="answer server/discover with -32601, so clients fall back to 2025-11-25",
+    )
     sub.add_parser("stdio", parents=[common], help="newline-delimited JSON-RPC on stdin/stdout")
     http = sub.add_parser("http", parents=[common], help="Streamable HTTP on 127.0.0.1 at /mcp")
     http.add_argument("--port", type=int, default=0, help="0 picks a free port")

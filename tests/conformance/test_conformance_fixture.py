@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from wire_schema import check_frame
 
 SERVER = Path(__file__).resolve().parent / "server.py"
@@ -23,17 +22,24 @@ CAPS = {"sampling": {}, "elicitation": {}, "roots": {"listChanged": True}}
 
 
 def meta(caps: dict[str, Any] | None = None, **extra: Any) -> dict[str, Any]:
-    return {"io.modelcontextprotocol/protocolVersion": MODERN,
-            "io.modelcontextprotocol/clientInfo": {"name": "fixture-test", "version": "0"},
-            "io.modelcontextprotocol/clientCapabilities": CAPS if caps is None else caps, **extra}
+    return {
+        "io.modelcontextprotocol/protocolVersion": MODERN,
+        "io.modelcontextprotocol/clientInfo": {"name": "fixture-test", "version": "0"},
+        "io.modelcontextprotocol/clientCapabilities": CAPS if caps is None else caps,
+        **extra,
+    }
 
 
 class Peer:
     """The fixture as a stdio subprocess; frames are schema-checked as they arrive."""
 
     def __init__(self) -> None:
-        self.proc = subprocess.Popen([sys.executable, str(SERVER), "stdio"], stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        self.proc = subprocess.Popen(
+            [sys.executable, str(SERVER), "stdio"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+        )
         self.frames: queue.Queue = queue.Queue()
         self.methods: dict[Any, tuple[str, str]] = {}  # request id -> (method, revision)
         self._ids = iter(range(1, 10_000))
@@ -57,8 +63,7 @@ class Peer:
 
     def next(self, timeout: float = 5.0, revision: str = MODERN) -> dict[str, Any]:
         frame = self.frames.get(timeout=timeout)
-        method, rev = self.methods.get(frame.get("id"), (None, revision)) if "method" not in frame \
-            else (None, revision)
+        method, rev = self.methods.get(frame.get("id"), (None, revision)) if "method" not in frame else (None, revision)
         check_frame(frame, rev, request_method=method)
         return frame
 
@@ -125,31 +130,55 @@ def test_modern_surface_and_mrtr(peer: Peer) -> None:
     # multi-round MRTR: state carries the first answer, a tampered state is refused
     r1 = peer.call("tools/call", tool_call("test_input_required_result_multi_round", {}))["result"]
     assert r1["resultType"] == "input_required" and list(r1["inputRequests"]) == ["step1"]
-    tampered = peer.call("tools/call", tool_call("test_input_required_result_multi_round", {},
-                                                 inputResponses={}, requestState=r1["requestState"] + "x"))
+    tampered = peer.call(
+        "tools/call",
+        tool_call(
+            "test_input_required_result_multi_round", {}, inputResponses={}, requestState=r1["requestState"] + "x"
+        ),
+    )
     assert tampered["error"]["code"] == -32602
-    r2 = peer.call("tools/call", tool_call(
-        "test_input_required_result_multi_round", {}, requestState=r1["requestState"],
-        inputResponses={"step1": {"action": "accept", "content": {"name": "Ada"}}}))["result"]
+    r2 = peer.call(
+        "tools/call",
+        tool_call(
+            "test_input_required_result_multi_round",
+            {},
+            requestState=r1["requestState"],
+            inputResponses={"step1": {"action": "accept", "content": {"name": "Ada"}}},
+        ),
+    )["result"]
     assert list(r2["inputRequests"]) == ["step2"] and r2["requestState"] != r1["requestState"]
-    r3 = peer.call("tools/call", tool_call(
-        "test_input_required_result_multi_round", {}, requestState=r2["requestState"],
-        inputResponses={"step2": {"action": "accept", "content": {"color": "teal"}}}))["result"]
+    r3 = peer.call(
+        "tools/call",
+        tool_call(
+            "test_input_required_result_multi_round",
+            {},
+            requestState=r2["requestState"],
+            inputResponses={"step2": {"action": "accept", "content": {"color": "teal"}}},
+        ),
+    )["result"]
     assert r3["content"][0]["text"] == "Multi-round complete for Ada who likes teal"
 
     # multi_input: both questions at once; a partial answer leaves only the other one
     m1 = peer.call("tools/call", tool_call("multi_input", {}))["result"]
     assert sorted(m1["inputRequests"]) == ["first", "second"]
-    m2 = peer.call("tools/call", tool_call("multi_input", {}, requestState=m1["requestState"], inputResponses={
-        "first": {"action": "accept", "content": {"name": "partial-1", "confirm": True}}}))["result"]
+    m2 = peer.call(
+        "tools/call",
+        tool_call(
+            "multi_input",
+            {},
+            requestState=m1["requestState"],
+            inputResponses={"first": {"action": "accept", "content": {"name": "partial-1", "confirm": True}}},
+        ),
+    )["result"]
     assert list(m2["inputRequests"]) == ["second"]
 
     # capabilities come from this request's _meta only
     missing = peer.call("tools/call", tool_call("test_missing_capability", {}, _meta=meta({})))
     assert missing["error"]["code"] == -32021
     assert missing["error"]["data"] == {"requiredCapabilities": {"sampling": {}}}
-    caps = peer.call("tools/call", tool_call("test_input_required_result_capabilities", {},
-                                             _meta=meta({"sampling": {}})))["result"]
+    caps = peer.call(
+        "tools/call", tool_call("test_input_required_result_capabilities", {}, _meta=meta({"sampling": {}}))
+    )["result"]
     assert [r["method"] for r in caps["inputRequests"].values()] == ["sampling/createMessage"]
 
     # progress before the result; logs only with a logLevel
@@ -158,8 +187,12 @@ def test_modern_surface_and_mrtr(peer: Peer) -> None:
     assert [f["params"]["progress"] for f in before] == [0, 50, 100]
     _, before = peer.until_response(peer.start("tools/call", tool_call("test_logging_tool", {})))
     assert before == []
-    _, before = peer.until_response(peer.start("tools/call", tool_call(
-        "test_tool_with_logging", {}, _meta=meta(**{"io.modelcontextprotocol/logLevel": "info"}))))
+    _, before = peer.until_response(
+        peer.start(
+            "tools/call",
+            tool_call("test_tool_with_logging", {}, _meta=meta(**{"io.modelcontextprotocol/logLevel": "info"})),
+        )
+    )
     assert [f["method"] for f in before] == ["notifications/message"] * 3
 
 
@@ -187,8 +220,11 @@ def test_modern_listen_and_cancel(peer: Peer) -> None:
 
 
 def test_legacy_session(peer: Peer) -> None:
-    init = peer.call("initialize", {"protocolVersion": LEGACY, "capabilities": CAPS,
-                                    "clientInfo": {"name": "fixture-test", "version": "0"}}, LEGACY)
+    init = peer.call(
+        "initialize",
+        {"protocolVersion": LEGACY, "capabilities": CAPS, "clientInfo": {"name": "fixture-test", "version": "0"}},
+        LEGACY,
+    )
     assert init["result"]["protocolVersion"] == LEGACY
     peer.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
     tools = peer.call("tools/list", {}, LEGACY)["result"]["tools"]
@@ -216,8 +252,11 @@ def test_legacy_session(peer: Peer) -> None:
     assert before == []
     assert peer.call("resources/subscribe", {"uri": "test://watched-resource"}, LEGACY)["result"] == {}
     updated = peer.next(revision=LEGACY)
-    assert updated == {"jsonrpc": "2.0", "method": "notifications/resources/updated",
-                       "params": {"uri": "test://watched-resource"}}
+    assert updated == {
+        "jsonrpc": "2.0",
+        "method": "notifications/resources/updated",
+        "params": {"uri": "test://watched-resource"},
+    }
     slow = peer.start("tools/call", {"name": "slow_compute", "arguments": {"seconds": 60}}, LEGACY)
     peer.send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": slow}})
     assert peer.call("ping", {}, LEGACY)["result"] == {}

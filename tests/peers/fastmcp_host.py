@@ -230,7 +230,9 @@ def _transport(args: argparse.Namespace) -> StreamableHttpTransport:
         with open(log_path, "a", encoding="utf-8") as f:
             f.write(json.dumps(line) + "\n")
 
-    def factory(headers: dict[str, str] | None = None, timeout: httpx2.Timeout | None = None, auth: Any = None, **_: Any) -> Any:
+    def factory(
+        headers: dict[str, str] | None = None, timeout: httpx2.Timeout | None = None, auth: Any = None, **_: Any
+    ) -> Any:
         client = create_mcp_http_client(headers=headers, timeout=timeout, auth=auth)
         client.event_hooks["request"].append(log_request)
         return client

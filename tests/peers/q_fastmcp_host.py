@@ -118,8 +118,13 @@ async def _run_step(client: Client, answerer: Answerer, step: dict[str, Any]) ->
                 nonlocal calls
                 calls += 1
                 return await client.session.call_tool(
-                    name=step["name"], arguments=step.get("args") or {}, read_timeout_seconds=timeout,
-                    input_responses=responses, request_state=state, allow_input_required=True, allow_claimed=True,
+                    name=step["name"],
+                    arguments=step.get("args") or {},
+                    read_timeout_seconds=timeout,
+                    input_responses=responses,
+                    request_state=state,
+                    allow_input_required=True,
+                    allow_claimed=True,
                 )
 
             # What Client.call_tool_mcp does, with the task claim kept visible: MRTR rounds are
@@ -182,7 +187,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--url", required=True)
     parser.add_argument("--script", default="[]", help="JSON list of steps, or @FILE")
     parser.add_argument("--timeout", type=float, default=30.0)
-    parser.add_argument("--no-elicitation", action="store_true", help="no elicitation handler (capability not declared)")
+    parser.add_argument(
+        "--no-elicitation", action="store_true", help="no elicitation handler (capability not declared)"
+    )
     args = parser.parse_args(argv)
     script = args.script
     if script.startswith("@"):

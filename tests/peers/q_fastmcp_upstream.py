@@ -72,7 +72,9 @@ def build_server() -> FastMCP:
         if not responses or "person" not in responses:
             if delay > 0:
                 await anyio.sleep(delay)  # work first, then ask
-            request = mcp_types.ElicitRequest(params=mcp_types.ElicitRequestFormParams(message=message, requested_schema=SCHEMA))
+            request = mcp_types.ElicitRequest(
+                params=mcp_types.ElicitRequestFormParams(message=message, requested_schema=SCHEMA)
+            )
             return mcp_types.InputRequiredResult(input_requests={"person": request})
         action, content = _answer_of(responses["person"])
         _event("answered", message=message, action=action, content=content)

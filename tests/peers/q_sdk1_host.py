@@ -93,12 +93,20 @@ async def _run_step(session: ClientSession, answerer: Answerer, step: dict[str, 
     timeout = float(step.get("timeout", 30))
     try:
         if op == "call":
-            out["result"] = _dump(await session.call_tool(step["name"], step.get("args") or {}, read_timeout_seconds=timedelta(seconds=timeout)))
+            out["result"] = _dump(
+                await session.call_tool(
+                    step["name"], step.get("args") or {}, read_timeout_seconds=timedelta(seconds=timeout)
+                )
+            )
         elif op == "call_task":
-            created = await session.experimental.call_tool_as_task(step["name"], step.get("args") or {}, ttl=int(step.get("ttl", 60000)))
+            created = await session.experimental.call_tool_as_task(
+                step["name"], step.get("args") or {}, ttl=int(step.get("ttl", 60000))
+            )
             out["task"] = _dump(created.task)
             with anyio.fail_after(timeout):
-                out["result"] = _dump(await session.experimental.get_task_result(created.task.taskId, types.CallToolResult))
+                out["result"] = _dump(
+                    await session.experimental.get_task_result(created.task.taskId, types.CallToolResult)
+                )
         elif op == "sleep":
             await anyio.sleep(float(step.get("seconds", 0)))
             out["result"] = {}
@@ -132,7 +140,14 @@ async def _main(args: argparse.Namespace, steps: list[dict[str, Any]]) -> int:
             )
             init = await session.initialize()
             connected = True
-            _emit({"op": "connect", "ok": True, "protocolVersion": init.protocolVersion, "capabilities": _dump(init.capabilities)})
+            _emit(
+                {
+                    "op": "connect",
+                    "ok": True,
+                    "protocolVersion": init.protocolVersion,
+                    "capabilities": _dump(init.capabilities),
+                }
+            )
             for step in steps:
                 _emit(await _run_step(session, answerer, step))
     except BaseException as exc:
@@ -150,7 +165,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--url", required=True)
     parser.add_argument("--script", default="[]", help="JSON list of steps, or @FILE")
     parser.add_argument("--timeout", type=float, default=30.0)
-    parser.add_argument("--no-elicitation", action="store_true", help="no elicitation callback (capability not declared)")
+    parser.add_argument(
+        "--no-elicitation", action="store_true", help="no elicitation callback (capability not declared)"
+    )
     args = parser.parse_args(argv)
     script = args.script
     if script.startswith("@"):

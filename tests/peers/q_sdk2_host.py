@@ -92,7 +92,9 @@ async def _run_step(client: Client, answerer: Answerer, step: dict[str, Any]) ->
     answerer.answer, answerer.asked = step.get("answer"), []
     try:
         if op == "call":
-            out["result"] = _dump(await client.call_tool(step["name"], step.get("args") or {}, read_timeout_seconds=step.get("timeout")))
+            out["result"] = _dump(
+                await client.call_tool(step["name"], step.get("args") or {}, read_timeout_seconds=step.get("timeout"))
+            )
         elif op == "sleep":
             await anyio.sleep(float(step.get("seconds", 0)))
             out["result"] = {}
@@ -153,7 +155,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--mode", default="auto", help="legacy | auto | 2026-07-28")
     parser.add_argument("--script", default="[]", help="JSON list of steps, or @FILE")
     parser.add_argument("--timeout", type=float, default=30.0, help="default per-request read timeout (s)")
-    parser.add_argument("--no-elicitation", action="store_true", help="no elicitation callback (capability not declared)")
+    parser.add_argument(
+        "--no-elicitation", action="store_true", help="no elicitation callback (capability not declared)"
+    )
     parser.add_argument("--env", action="append", default=[], help="NAME=VALUE for the spawned command (stdio)")
     args = parser.parse_args(argv)
     args.command = command

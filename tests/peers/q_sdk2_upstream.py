@@ -36,7 +36,6 @@ import time
 from typing import Annotated
 
 import anyio
-
 from mcp.server.elicitation import AcceptedElicitation, ElicitationResult
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.resolve import Elicit, Resolve
@@ -71,7 +70,10 @@ def build_server() -> MCPServer:
 
     @server.tool()
     def ask(
-        message: str, ctx: Context, answer: Annotated[ElicitationResult[Person], Resolve(ask_person)], delay: float = 0.0
+        message: str,
+        ctx: Context,
+        answer: Annotated[ElicitationResult[Person], Resolve(ask_person)],
+        delay: float = 0.0,
     ) -> str:
         """Ask the user for a person (elicitation), then echo exactly what came back."""
         content = answer.data.model_dump(mode="json") if isinstance(answer, AcceptedElicitation) else None
@@ -85,8 +87,8 @@ async def _run_legacy_stdio(server: MCPServer) -> None:
     from mcp.server.runner import serve_loop
     from mcp.server.stdio import stdio_server
 
-    low = server._lowlevel_server  # noqa: SLF001 (MCPServer exposes no handshake-only runner)
-    low._request_handlers.pop("server/discover", None)  # noqa: SLF001 (no public remover)
+    low = server._lowlevel_server
+    low._request_handlers.pop("server/discover", None)
     async with stdio_server() as (read, write), low.lifespan(low) as state:
         await serve_loop(low, read, write, lifespan_state=state, init_options=low.create_initialization_options())
 

@@ -68,7 +68,10 @@ def build_server(unscoped: bool) -> Server:
         types.Tool(
             name="slow",
             description="Sleep, then say so.",
-            inputSchema={"type": "object", "properties": {"seconds": {"type": "number"}, "steps": {"type": "integer"}, "text": {"type": "string"}}},
+            inputSchema={
+                "type": "object",
+                "properties": {"seconds": {"type": "number"}, "steps": {"type": "integer"}, "text": {"type": "string"}},
+            },
             execution=types.ToolExecution(taskSupport="optional"),
         ),
         types.Tool(
@@ -130,7 +133,11 @@ def build_server(unscoped: bool) -> Server:
         async def work(task_ctx: Any) -> types.CallToolResult:
             if name == "ask_task":
                 message = str(arguments.get("message", ""))
-                schema = {"type": "object", "properties": {"name": {"type": "string"}, "age": {"type": "integer"}}, "required": ["name", "age"]}
+                schema = {
+                    "type": "object",
+                    "properties": {"name": {"type": "string"}, "age": {"type": "integer"}},
+                    "required": ["name", "age"],
+                }
                 _event("ask_asking", taskId=task_ctx.task_id, message=message)
                 answer = await task_ctx.elicit(message, schema)
                 _event("ask_answered", taskId=task_ctx.task_id, action=answer.action, content=answer.content)

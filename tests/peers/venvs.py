@@ -22,7 +22,7 @@ import sys
 import time
 from pathlib import Path
 
-__all__ = ["shared_dir", "requirements_file", "venv_dir", "peer_python", "PEER_NAMES"]
+__all__ = ["PEER_NAMES", "peer_python", "requirements_file", "shared_dir", "venv_dir"]
 
 PEER_NAMES = ("mcp-2.3", "mcp-1.30", "fastmcp-tasks")
 CACHE_ROOT = Path.home() / ".cache" / "mcpx-test-peers"

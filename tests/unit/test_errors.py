@@ -37,7 +37,9 @@ LEGACY = ("2025-11-25", "2025-06-18", "2025-03-26")
         (UnsupportedProtocolVersion, -32022, 400),
     ],
 )
-def test_each_error_carries_its_json_rpc_code_and_default_http_status(cls: type[McpError], code: int, http_status: int) -> None:
+def test_each_error_carries_its_json_rpc_code_and_default_http_status(
+    cls: type[McpError], code: int, http_status: int
+) -> None:
     exc = cls("m")
     assert (exc.code, exc.http_status) == (code, http_status)
 
@@ -65,7 +67,9 @@ def test_to_error_keeps_data_that_is_present_even_when_falsy(data: object) -> No
 
 
 def test_missing_capability_error_is_schema_valid_for_modern_hosts() -> None:
-    exc = MissingClientCapability("needs the tasks extension", {"requiredCapabilities": {"extensions": {"io.modelcontextprotocol/tasks": {}}}})
+    exc = MissingClientCapability(
+        "needs the tasks extension", {"requiredCapabilities": {"extensions": {"io.modelcontextprotocol/tasks": {}}}}
+    )
     check_frame(jsonrpc.error_from(1, exc), MODERN)
 
 
@@ -92,7 +96,11 @@ def test_upstream_code_undefined_in_the_reserved_mcp_range_becomes_internal_erro
     [
         {"code": -32020, "message": "Header mismatch"},
         {"code": -32021, "message": "needs sampling", "data": {"requiredCapabilities": {"sampling": {}}}},
-        {"code": -32022, "message": "Unsupported protocol version", "data": {"supported": ["2026-07-28"], "requested": "1900-01-01"}},
+        {
+            "code": -32022,
+            "message": "Unsupported protocol version",
+            "data": {"supported": ["2026-07-28"], "requested": "1900-01-01"},
+        },
     ],
     ids=["-32020", "-32021", "-32022"],
 )
@@ -114,7 +122,9 @@ def test_upstream_codes_the_2026_spec_defines_are_kept_for_modern_hosts(err: dic
         (-32022, {"supported": ["2026-07-28"], "requested": None}),
     ],
 )
-def test_upstream_32021_or_32022_without_the_data_its_schema_requires_becomes_internal_error_for_modern_hosts(code: int, data: object) -> None:
+def test_upstream_32021_or_32022_without_the_data_its_schema_requires_becomes_internal_error_for_modern_hosts(
+    code: int, data: object
+) -> None:
     # schema/2026-07-28/schema.json MissingRequiredClientCapabilityError / UnsupportedProtocolVersionError
     # require `data`; forwarding such a frame would be invalid on the host's wire.
     err = {"code": code, "message": "m"} if data is None else {"code": code, "message": "m", "data": data}
@@ -161,7 +171,10 @@ def test_upstream_error_without_a_code_becomes_internal_error() -> None:
     assert upstream_error_for({"message": "m"}, MODERN)["code"] == -32603
 
 
-@pytest.mark.parametrize(("err", "message"), [({"code": 1}, "upstream error"), ({"code": 1, "message": 7}, "7"), ({"code": 1, "message": None}, "None")])
+@pytest.mark.parametrize(
+    ("err", "message"),
+    [({"code": 1}, "upstream error"), ({"code": 1, "message": 7}, "7"), ({"code": 1, "message": None}, "None")],
+)
 def test_upstream_error_message_is_always_a_string(err: dict, message: str) -> None:
     assert upstream_error_for(err, "2025-11-25")["message"] == message
 

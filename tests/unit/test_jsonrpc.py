@@ -10,7 +10,6 @@ from wire_schema import check_frame
 from mcpx.protocol import jsonrpc
 from mcpx.protocol.errors import INVALID_REQUEST, PARSE_ERROR, InvalidParams, InvalidRequest, ParseError
 
-
 # ---- classification -----------------------------------------------------------------------
 
 
@@ -150,12 +149,19 @@ def test_error_frame_keeps_falsy_ids(rid: object) -> None:
 
 def test_error_from_uses_the_exception_code_message_and_data() -> None:
     frame = jsonrpc.error_from(9, InvalidParams("bad cursor", {"cursor": "x"}))
-    assert frame == {"jsonrpc": "2.0", "id": 9, "error": {"code": -32602, "message": "bad cursor", "data": {"cursor": "x"}}}
+    assert frame == {
+        "jsonrpc": "2.0",
+        "id": 9,
+        "error": {"code": -32602, "message": "bad cursor", "data": {"cursor": "x"}},
+    }
     check_frame(frame, "2026-07-28")
 
 
 def test_notification_and_request_omit_params_only_when_none() -> None:
-    assert jsonrpc.notification("notifications/initialized") == {"jsonrpc": "2.0", "method": "notifications/initialized"}
+    assert jsonrpc.notification("notifications/initialized") == {
+        "jsonrpc": "2.0",
+        "method": "notifications/initialized",
+    }
     assert jsonrpc.notification("x", {})["params"] == {}
     assert jsonrpc.request(1, "ping") == {"jsonrpc": "2.0", "id": 1, "method": "ping"}
     assert jsonrpc.request(1, "tools/list", {})["params"] == {}

@@ -96,7 +96,7 @@ def test_initialize_tolerates_missing_capabilities_and_client_info() -> None:
 
 def test_only_initialize_and_ping_may_precede_initialized() -> None:
     # 2025-11-25/basic/lifecycle.mdx:157-159 (client SHOULD NOT send other requests before the initialize response).
-    assert legacy.PRE_INIT_METHODS == {"initialize", "ping"}
+    assert {"initialize", "ping"} == legacy.PRE_INIT_METHODS
 
 
 # ---- log level filtering ------------------------------------------------------------------
@@ -116,16 +116,19 @@ def test_a_message_at_the_threshold_is_sent(threshold: str) -> None:
     assert legacy.log_level_allows(threshold, threshold)
 
 
-@pytest.mark.parametrize(("threshold", "level", "allowed"), [
-    ("warning", "error", True),
-    ("warning", "emergency", True),
-    ("warning", "notice", False),
-    ("warning", "debug", False),
-    ("debug", "debug", True),
-    ("debug", "info", True),
-    ("emergency", "alert", False),
-    ("error", "warning", False),
-])
+@pytest.mark.parametrize(
+    ("threshold", "level", "allowed"),
+    [
+        ("warning", "error", True),
+        ("warning", "emergency", True),
+        ("warning", "notice", False),
+        ("warning", "debug", False),
+        ("debug", "debug", True),
+        ("debug", "info", True),
+        ("emergency", "alert", False),
+        ("error", "warning", False),
+    ],
+)
 def test_only_messages_at_or_above_the_threshold_are_sent(threshold: str, level: str, allowed: bool) -> None:
     assert legacy.log_level_allows(threshold, level) is allowed
 

@@ -59,7 +59,9 @@ def test_request_whose_meta_names_a_protocol_version_is_modern() -> None:
     assert is_modern({"_meta": {META_VERSION: "1900-01-01"}})
 
 
-@pytest.mark.parametrize("p", [{}, {"_meta": {}}, {"_meta": {"progressToken": "t"}}, {"_meta": None}, {"_meta": "2026-07-28"}])
+@pytest.mark.parametrize(
+    "p", [{}, {"_meta": {}}, {"_meta": {"progressToken": "t"}}, {"_meta": None}, {"_meta": "2026-07-28"}]
+)
 def test_request_with_meta_but_no_protocol_version_is_not_modern(p: dict[str, Any]) -> None:
     # DIGEST 1.2: a legacy request may carry _meta (e.g. progressToken); the version key decides.
     assert not is_modern(p)
@@ -67,7 +69,15 @@ def test_request_with_meta_but_no_protocol_version_is_not_modern(p: dict[str, An
 
 def test_removed_methods_are_the_ones_2026_dropped_or_moved_to_the_tasks_extension() -> None:
     # 2026-07-28/changelog.mdx items 2, 4, 5, 6; DIGEST X11.
-    for method in ("initialize", "ping", "logging/setLevel", "resources/subscribe", "resources/unsubscribe", "tasks/result", "tasks/list"):
+    for method in (
+        "initialize",
+        "ping",
+        "logging/setLevel",
+        "resources/subscribe",
+        "resources/unsubscribe",
+        "tasks/result",
+        "tasks/list",
+    ):
         assert method in modern.REMOVED_METHODS
     for method in ("tools/list", "tools/call", "server/discover", "tasks/get", "tasks/update", "tasks/cancel"):
         assert method not in modern.REMOVED_METHODS
@@ -90,7 +100,9 @@ def test_client_info_is_optional() -> None:
     assert modern.check_meta({"_meta": {META_VERSION: MODERN, META_CAPS: {}}}) == {}
 
 
-@pytest.mark.parametrize("p", [{}, {"_meta": None}, {"_meta": []}, {"_meta": "x"}], ids=["absent", "null", "array", "string"])
+@pytest.mark.parametrize(
+    "p", [{}, {"_meta": None}, {"_meta": []}, {"_meta": "x"}], ids=["absent", "null", "array", "string"]
+)
 def test_modern_request_without_meta_object_is_invalid_params_with_http_400(p: dict[str, Any]) -> None:
     with pytest.raises(InvalidParams) as exc:
         modern.check_meta(p)
@@ -191,12 +203,22 @@ def test_mcp_method_header_that_differs_from_body_is_header_mismatch_and_values_
     _mismatch("tools/list", params(), {**headers("tools/list"), "mcp-method": got})
 
 
-@pytest.mark.parametrize(("method", "p"), [("tools/call", {"name": "t"}), ("prompts/get", {"name": "p"}), ("resources/read", {"uri": "file:///a"})])
+@pytest.mark.parametrize(
+    ("method", "p"),
+    [("tools/call", {"name": "t"}), ("prompts/get", {"name": "p"}), ("resources/read", {"uri": "file:///a"})],
+)
 def test_missing_mcp_name_on_named_requests_is_header_mismatch(method: str, p: dict[str, Any]) -> None:
     _mismatch(method, params(**p), headers(method))
 
 
-@pytest.mark.parametrize(("method", "p", "name"), [("tools/call", {"name": "t"}, "u"), ("resources/read", {"uri": "file:///a"}, "file:///b"), ("tools/call", {"name": "T"}, "t")])
+@pytest.mark.parametrize(
+    ("method", "p", "name"),
+    [
+        ("tools/call", {"name": "t"}, "u"),
+        ("resources/read", {"uri": "file:///a"}, "file:///b"),
+        ("tools/call", {"name": "T"}, "t"),
+    ],
+)
 def test_mcp_name_that_differs_from_body_is_header_mismatch(method: str, p: dict[str, Any], name: str) -> None:
     _mismatch(method, params(**p), headers(method, name))
 
@@ -238,7 +260,9 @@ def test_sentinel_markers_are_case_sensitive_so_upper_case_is_a_literal_value() 
     modern.check_headers("tools/call", params(name=upper), headers("tools/call", upper), tasks_extension=False)
 
 
-@pytest.mark.parametrize("payload", ["not base64!", "SGk", "SG=k", "//79"], ids=["junk", "unpadded", "bad-padding", "not-utf8"])
+@pytest.mark.parametrize(
+    "payload", ["not base64!", "SGk", "SG=k", "//79"], ids=["junk", "unpadded", "bad-padding", "not-utf8"]
+)
 def test_malformed_base64_sentinel_is_header_mismatch(payload: str) -> None:
     _mismatch("tools/call", params(name="Hi"), headers("tools/call", f"=?base64?{payload}?="))
 
@@ -329,7 +353,10 @@ def test_cacheable_adds_ttl_and_private_scope_by_default() -> None:
 
 
 def test_cacheable_list_result_is_a_schema_valid_list_tools_result_once_decorated() -> None:
-    res = modern.decorate(modern.cacheable({"tools": [{"name": "t", "inputSchema": {"type": "object"}}], "nextCursor": "c"}, 0), SERVER_INFO)
+    res = modern.decorate(
+        modern.cacheable({"tools": [{"name": "t", "inputSchema": {"type": "object"}}], "nextCursor": "c"}, 0),
+        SERVER_INFO,
+    )
     check_frame(jsonrpc.result(1, res), MODERN, request_method="tools/list")
 
 

@@ -14,7 +14,20 @@ import mcpx.protocol
 
 PROTOCOL_DIR = Path(mcpx.protocol.__file__).resolve().parent
 FORBIDDEN = frozenset(
-    {"asyncio", "anyio", "socket", "httpx", "aiosqlite", "sqlite3", "websockets", "starlette", "uvicorn", "subprocess", "os", "time"}
+    {
+        "asyncio",
+        "anyio",
+        "socket",
+        "httpx",
+        "aiosqlite",
+        "sqlite3",
+        "websockets",
+        "starlette",
+        "uvicorn",
+        "subprocess",
+        "os",
+        "time",
+    }
 )
 # Builtins that read or write the outside world (print to stdout would even corrupt stdio framing).
 FORBIDDEN_CALLS = frozenset({"open", "print", "input", "__import__"})

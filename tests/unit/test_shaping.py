@@ -68,7 +68,7 @@ def test_tool_for_modern_host_keeps_icons_and_loses_execution() -> None:
 def test_tool_for_keeps_unknown_fields_and_does_not_mutate_its_input(revision: str) -> None:
     before = copy.deepcopy(TOOL)
     out = shaping.tool_for(TOOL, revision)
-    assert TOOL == before
+    assert before == TOOL
     assert out["x-vendor"] == {"kept": True} and out["_meta"] == {"vendor.example/k": 1}
 
 
@@ -119,7 +119,7 @@ def test_result_for_modern_host_keeps_a_modern_upstream_result_type() -> None:
 def test_result_for_keeps_unknown_fields_and_meta_and_does_not_mutate_its_input(revision: str) -> None:
     before = copy.deepcopy(RESULT)
     out = shaping.result_for(RESULT, revision)
-    assert RESULT == before
+    assert before == RESULT
     assert out["x-vendor"] == 1 and out["_meta"] == {"vendor.example/k": 1} and out["isError"] is False
 
 
@@ -129,7 +129,9 @@ def test_result_for_keeps_unknown_fields_and_meta_and_does_not_mutate_its_input(
 def test_call_result_for_2025_03_26_turns_resource_links_into_text() -> None:
     res = {"content": [{"type": "text", "text": "see"}, LINK], "structuredContent": {"a": 1}}
     out = shaping.call_result_for(res, "2025-03-26")
-    assert out == {"content": [{"type": "text", "text": "see"}, {"type": "text", "text": "q1.pdf: file:///reports/q1.pdf"}]}
+    assert out == {
+        "content": [{"type": "text", "text": "see"}, {"type": "text", "text": "q1.pdf: file:///reports/q1.pdf"}]
+    }
     check_frame(jsonrpc.result(1, out), "2025-03-26", request_method="tools/call")
 
 
@@ -165,7 +167,9 @@ def test_call_result_for_tolerates_content_that_is_not_a_list() -> None:
 
 
 def test_call_result_for_modern_host_is_a_schema_valid_call_tool_result() -> None:
-    out = modern.decorate(shaping.call_result_for({**RESULT, "content": [LINK]}, MODERN), {"name": "mcpx", "version": "0"})
+    out = modern.decorate(
+        shaping.call_result_for({**RESULT, "content": [LINK]}, MODERN), {"name": "mcpx", "version": "0"}
+    )
     assert out["resultType"] == "complete" and out["structuredContent"] == {"temp": 21}
     check_frame(jsonrpc.result(1, out), MODERN, request_method="tools/call")
 

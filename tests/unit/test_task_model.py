@@ -3,15 +3,29 @@
 from __future__ import annotations
 
 import pytest
+from wire_schema import check_definition
 
 from mcpx.protocol import request_state
 from mcpx.protocol.errors import InvalidParams
-from mcpx.tasks.model import CANCELLED, COMPLETED, FAILED, INPUT_REQUIRED, WORKING, Task, TransitionError, legacy_status_for_result, legacy_task, modern_task, new_task_id
-from wire_schema import check_definition
+from mcpx.tasks.model import (
+    CANCELLED,
+    COMPLETED,
+    FAILED,
+    INPUT_REQUIRED,
+    WORKING,
+    Task,
+    TransitionError,
+    legacy_status_for_result,
+    legacy_task,
+    modern_task,
+    new_task_id,
+)
 
 
 def _task(status: str = WORKING, **kw: object) -> Task:
-    return Task(new_task_id(), status, 1_700_000_000_000, 1_700_000_000_000, 60_000, 1000, "conn:x", "up", "tool", {}, **kw)  # type: ignore[arg-type]
+    return Task(
+        new_task_id(), status, 1_700_000_000_000, 1_700_000_000_000, 60_000, 1000, "conn:x", "up", "tool", {}, **kw
+    )  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("status", [INPUT_REQUIRED, COMPLETED, FAILED, CANCELLED])
