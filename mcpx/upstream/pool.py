@@ -6,6 +6,7 @@ import logging
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import anyio
@@ -26,6 +27,26 @@ READY_WAIT_S = 10.0
 RESTART_WAIT_S = 2.0
 
 
+class RestartBackoff:
+    """The wait before an upstream's next start: doubling from BACKOFF_START_S up to BACKOFF_CAP_S,
+    and from the start again after a run that lasted STABLE_AFTER_S (it was not crash-looping)."""
+
+    def __init__(
+        self, start_s: float = BACKOFF_START_S, cap_s: float = BACKOFF_CAP_S, stable_after_s: float = STABLE_AFTER_S
+    ) -> None:
+        self.start_s = start_s
+        self.cap_s = cap_s
+        self.stable_after_s = stable_after_s
+        self._next = start_s
+
+    def delay(self, ran_for_s: float) -> float:
+        if ran_for_s > self.stable_after_s:
+            self._next = self.start_s
+        delay = self._next
+        self._next = min(delay * 2, self.cap_s)
+        return delay
+
+
 @dataclass(frozen=True)
 class Route:
     server: str
@@ -38,8 +59,19 @@ class Route:
 
 
 class UpstreamServer:
-    def __init__(self, key: str, cfg: ServerConfig, namespace: str | None, log_dir: Path) -> None:
+    def __init__(
+        self,
+        key: str,
+        cfg: ServerConfig,
+        namespace: str | None,
+        log_dir: Path,
+        *,
+        sleep: Callable[[float], Awaitable[None]] = anyio.sleep,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.key = key
+        self._sleep = sleep  # the restart loop's clock and sleep, replaceable in unit tests
+        self._clock = clock
         self.cfg = cfg
         self.namespace = namespace
         self.log_dir = log_dir
@@ -59,21 +91,18 @@ class UpstreamServer:
         self.on_resource_updated: Any = None  # async (server, upstream uri) -> None
 
     async def run(self) -> None:
-        backoff = BACKOFF_START_S
+        backoff = RestartBackoff()
         while not self._stopping:
-            started_at = time.monotonic()
+            started_at = self._clock()
             try:
                 await self._run_once()
-            except Exception as exc:  # one upstream's failure never takes the daemon down
+            except Exception as exc:  # noqa: BLE001 - one upstream's failure never takes the daemon down
                 self.last_error = _describe(exc)
                 log.warning("upstream %s failed: %s", self.key, self.last_error)
             if self._stopping:
                 break
             self.state = "restarting"
-            if time.monotonic() - started_at > STABLE_AFTER_S:
-                backoff = BACKOFF_START_S
-            await anyio.sleep(backoff)
-            backoff = min(backoff * 2, BACKOFF_CAP_S)
+            await self._sleep(backoff.delay(self._clock() - started_at))
             self.restarts += 1
 
     async def _run_once(self) -> None:
