@@ -385,10 +385,8 @@ class TaskEngine:
             await self._withdraw(task_id, settled)
 
     async def list_owner(self, owner: str, after: tuple[int, str] | None, limit: int) -> list[Task]:
-        t = now_ms()
-        return [
-            x for x in await self.store.list_owner(owner, after, limit) if x.expires_ms() is None or x.expires_ms() > t
-        ]  # type: ignore[operator]
+        """Live tasks only; the store drops expired rows before its LIMIT (a full page stays full)."""
+        return await self.store.list_owner(owner, after, limit, now_ms=now_ms())
 
     async def _expire_loop(self) -> None:
         while True:

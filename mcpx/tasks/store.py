@@ -138,14 +138,23 @@ class TaskStore:
             row = await cur.fetchone()
         return _task(row[0]) if row else None
 
-    async def list_owner(self, owner: str, after: tuple[int, str] | None, limit: int) -> list[Task]:
+    async def list_owner(
+        self, owner: str, after: tuple[int, str] | None, limit: int, *, now_ms: int | None = None
+    ) -> list[Task]:
+        """One owner's tasks in (created_ms, id) order, after the cursor `after`. With `now_ms`, rows
+        past their TTL are left out in SQL, before the LIMIT, so a page is never short while live
+        tasks follow (the caller asks for one row more than a page to decide on a next cursor)."""
         assert self.db is not None
-        if after is None:
-            sql, args = "SELECT body FROM tasks WHERE owner = ? ORDER BY created_ms, id LIMIT ?", (owner, limit)
-        else:
-            sql = "SELECT body FROM tasks WHERE owner = ? AND (created_ms, id) > (?, ?) ORDER BY created_ms, id LIMIT ?"
-            args = (owner, after[0], after[1], limit)
-        async with self.db.execute(sql, args) as cur:
+        where = ["owner = ?"]
+        args: list[object] = [owner]
+        if after is not None:
+            where.append("(created_ms, id) > (?, ?)")
+            args += [after[0], after[1]]
+        if now_ms is not None:
+            where.append("(expires_ms IS NULL OR expires_ms > ?)")
+            args.append(now_ms)
+        sql = f"SELECT body FROM tasks WHERE {' AND '.join(where)} ORDER BY created_ms, id LIMIT ?"
+        async with self.db.execute(sql, (*args, limit)) as cur:
             return [_task(r[0]) for r in await cur.fetchall()]
 
     async def all_open(self) -> list[Task]:
