@@ -19,6 +19,7 @@ from typing import Any
 import anyio
 
 from .protocol.errors import InternalError
+from .tasks.store import StoreError, TaskStore
 
 log = logging.getLogger("mcpx.broker")
 
@@ -60,7 +61,9 @@ class _Waiting:
 
 
 class Broker:
-    def __init__(self, store: Any = None, on_change: Callable[[Question], Awaitable[None]] | None = None) -> None:
+    def __init__(
+        self, store: TaskStore | None = None, on_change: Callable[[Question], Awaitable[None]] | None = None
+    ) -> None:
         self.store = store
         self.on_change = on_change
         self._open: dict[str, _Waiting] = {}
@@ -100,7 +103,7 @@ class Broker:
                     async def from_host() -> None:
                         try:
                             answer = await host_ask(q)
-                        except Exception as exc:
+                        except Exception as exc:  # noqa: BLE001 - whatever the host did, the question is settled below
                             log.info("question %s: the host could not answer: %s", q.id, exc)
                             if q.method != "elicitation/create":
                                 failure.append(exc)  # no operator stand-in for sampling or roots
@@ -144,7 +147,7 @@ class Broker:
         if self.store is not None:
             try:
                 await self.store.put_question(q.id, q.public())
-            except Exception as exc:  # the answer path must not die with the audit row
+            except StoreError as exc:  # the answer path must not die with the audit row
                 log.warning("question %s not stored: %s", q.id, exc)
         if self.on_change is not None:
             try:

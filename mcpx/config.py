@@ -143,7 +143,7 @@ def _where(loc: tuple[Any, ...]) -> str:
     return ".".join(str(p) for p in loc) or "(top level)"
 
 
-def parse_config(data: Any, source: str) -> Config:
+def parse_config(data: object, source: str) -> Config:
     if not isinstance(data, dict):
         raise ConfigError(f"{source}: the top level must be a JSON object")
     try:

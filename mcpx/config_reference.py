@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
-from typing import Any
 
 from pydantic import BaseModel
+from pydantic.fields import FieldInfo
 
 from .config import (
     AuthConfig,
@@ -32,11 +32,11 @@ SECTIONS: list[tuple[str, type[BaseModel]]] = [
 ]
 
 
-def _default(field: Any) -> str:
+def _default(field: FieldInfo) -> str:
     if field.is_required():
         return "required"
     if field.default_factory is not None:
-        value = field.default_factory()
+        value = field.get_default(call_default_factory=True, validated_data={})
         return "`{}`" if value == {} else "`[]`" if value == [] else "see below"
     return "—" if field.default is None else "`" + json.dumps(field.default) + "`"
 

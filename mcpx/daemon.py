@@ -1,6 +1,6 @@
 """Composition root and lifecycle of the daemon (phases in docs/daemon-behavior.md).
 
-starting -> listening -> serving -> draining (stop accepting, cancel calls) -> stopping upstreams -> stopped
+starting -> serving -> draining (stop accepting, cancel calls) -> stopping upstreams -> stopped
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import os
 import signal
 import socket
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +31,7 @@ from .host.subscriptions import Hub
 from .tasks.engine import TaskEngine
 from .tasks.store import TaskStore
 from .upstream import upstream_tasks
-from .upstream.pool import UpstreamPool
+from .upstream.pool import UpstreamPool, UpstreamServer
 
 log = logging.getLogger("mcpx.daemon")
 GRACEFUL_S = 3
@@ -73,10 +73,10 @@ class Daemon:
         self.phase = "starting"
         self._server: _Server | None = None
 
-    async def _on_change(self, server: Any, kinds: tuple[str, ...]) -> None:
+    async def _on_change(self, server: UpstreamServer, kinds: tuple[str, ...]) -> None:
         await self.hub.list_changed(kinds)
 
-    async def _on_resource_updated(self, server: Any, uri: str) -> None:
+    async def _on_resource_updated(self, server: UpstreamServer, uri: str) -> None:
         await self.hub.resource_updated(server.naming.uri_out(uri))
 
     def stop(self) -> None:
@@ -107,7 +107,7 @@ class Daemon:
             "connections": [c.describe() for c in self.router.connections.values()],
         }
 
-    async def run(self, ready: Any = None) -> None:
+    async def run(self, ready: Callable[[int], None] | None = None) -> None:
         state.prepare(self.state_dir)
         lock = state.acquire_lock(self.state_dir)
         try:

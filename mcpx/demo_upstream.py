@@ -34,7 +34,7 @@ TOOLS = [
     },
 ]
 _lock = threading.Lock()
-_cancelled: set[Any] = set()
+_cancelled: set[str | int] = set()
 
 
 def send(msg: dict[str, Any]) -> None:
@@ -43,10 +43,11 @@ def send(msg: dict[str, Any]) -> None:
         sys.stdout.flush()
 
 
-def call(rid: Any, params: dict[str, Any]) -> None:
+def call(rid: str | int, params: dict[str, Any]) -> None:
     name = params.get("name")
     args = params.get("arguments") or {}
     token = (params.get("_meta") or {}).get("progressToken")
+    result: dict[str, Any]
     if name == "echo":
         result = {"content": [{"type": "text", "text": str(args.get("text", ""))}]}
     elif name == "add":
@@ -107,8 +108,8 @@ def main() -> None:
             threading.Thread(target=call, args=(rid, params), daemon=True).start()
         elif method == "ping":
             send({"jsonrpc": "2.0", "id": rid, "result": {}})
-        elif method == "notifications/cancelled":
-            _cancelled.add(params.get("requestId"))
+        elif method == "notifications/cancelled" and isinstance(params.get("requestId"), (str, int)):
+            _cancelled.add(params["requestId"])
         elif rid is not None:
             send({"jsonrpc": "2.0", "id": rid, "error": {"code": -32601, "message": f"Method not found: {method}"}})
 

@@ -10,7 +10,7 @@ from typing import Any
 import httpx
 
 from . import __version__
-from .protocol.revisions import LEGACY_LATEST, META_CAPS, META_CLIENT_INFO, META_VERSION, MODERN
+from .protocol.revisions import LEGACY_LATEST, META_CAPS, META_CLIENT_INFO, META_VERSION, MODERN, Era
 from .upstream.http import header_value, iter_sse
 
 CLIENT_INFO = {"name": "mcpx-demo-host", "version": __version__}
@@ -23,7 +23,7 @@ class RpcError(Exception):
 
 
 class HttpHost:
-    def __init__(self, url: str, era: str = "modern", client: httpx.AsyncClient | None = None) -> None:
+    def __init__(self, url: str, era: Era = "modern", client: httpx.AsyncClient | None = None) -> None:
         self.url = url
         self.era = era
         self.client = client or httpx.AsyncClient(timeout=httpx.Timeout(30, read=None))
@@ -40,7 +40,7 @@ class HttpHost:
             await self._post({"jsonrpc": "2.0", "method": "notifications/initialized"})
         return self
 
-    async def __aexit__(self, *exc: Any) -> None:
+    async def __aexit__(self, *exc: object) -> None:
         if self.session_id:
             await self.client.delete(self.url, headers={"Mcp-Session-Id": self.session_id})
         await self.client.aclose()
@@ -95,4 +95,5 @@ class HttpHost:
             raise RpcError({"code": -32603, "message": "no reply"})
         if "error" in reply:
             raise RpcError(reply["error"])
-        return reply["result"]
+        result: dict[str, Any] = reply["result"]
+        return result

@@ -24,7 +24,7 @@ def prepare(folder: Path) -> None:
 
 def acquire_lock(folder: Path) -> IO[str]:
     """Held for the daemon's life; a second daemon on the same folder fails here, not later."""
-    fh = open(folder / LOCK, "a+")
+    fh = open(folder / LOCK, "a+")  # noqa: SIM115 - held open for the daemon's whole life
     try:
         fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
@@ -72,7 +72,7 @@ def remove_info(folder: Path) -> None:
         pass
 
 
-def pid_alive(pid: Any) -> bool:
+def pid_alive(pid: object) -> bool:
     if not isinstance(pid, int) or pid <= 0:
         return False
     try:

@@ -11,10 +11,6 @@ _PATH = os.environ.get("MCPX_WIRE_LOG")
 _lock = threading.Lock()
 
 
-def enabled() -> bool:
-    return bool(_PATH)
-
-
 def record(revision: str | None, method: str | None, frame: dict[str, Any]) -> None:
     """One line per frame: the revision it was sent under and the method it answers or carries."""
     if not _PATH:

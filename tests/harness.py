@@ -190,7 +190,7 @@ class Daemon:
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()
-            raise AssertionError("daemon did not stop within 20 s of SIGTERM")
+            raise AssertionError("daemon did not stop within 20 s of SIGTERM") from None
 
     def check_wire(self) -> int:
         return check_wire_log(self.wire_log) if self.wire_log.exists() else 0

@@ -46,7 +46,7 @@ def test_wrong_type_says_what_was_expected() -> None:
 
 
 def test_only_loopback_address_is_accepted() -> None:
-    with pytest.raises(ConfigError, match="daemon.address"):
+    with pytest.raises(ConfigError, match=r"daemon\.address"):
         parse_config({"daemon": {"address": "0.0.0.0"}}, "c")
 
 

@@ -63,7 +63,7 @@ def run_host(
         out, err = proc.communicate()
         raise AssertionError(
             f"fastmcp_host timed out after {timeout} s\nstdout:\n{out.decode()}\nstderr:\n{err.decode()[-4000:]}"
-        )
+        ) from None
     finally:
         try:
             os.killpg(proc.pid, signal.SIGKILL)

@@ -108,7 +108,7 @@ def run_sdk1(py: Path, target: list[str], script: list[dict[str, Any]], timeout:
         out, err = proc.communicate()
         raise AssertionError(
             f"sdk1_host timed out after {timeout} s\nstdout:\n{out.decode()}\nstderr:\n{err.decode()[-4000:]}"
-        )
+        ) from None
     finally:
         try:  # the host and anything it spawned (the `mcpx serve` shim)
             os.killpg(proc.pid, signal.SIGKILL)
@@ -511,9 +511,11 @@ def test_cancel_racing_completion_leaves_one_terminal_status(gateway: Gateway, r
     stream = StatusStream(gateway.url, host)
     problems: list[str] = []
     cancelled_ok: set[str] = set()
+    created: list[str] = []
     try:
         for i in range(150):
             tid = create_task(host, "fx__echo", {"text": str(i)})["taskId"]
+            created.append(tid)
             time.sleep((i % 6) * 0.0005)  # sweep the cancel across the task's completion
             cancel = rpc(host, "tasks/cancel", {"taskId": tid})
             status = rpc(host, "tasks/get", {"taskId": tid})["result"]["status"]
@@ -527,7 +529,11 @@ def test_cancel_racing_completion_leaves_one_terminal_status(gateway: Gateway, r
                     problems.append(f"{tid}: cancel refused as terminal, yet the task is {status}")
             if problems:
                 break
-        time.sleep(0.3 * UNIT)  # let the last notifications arrive
+        # Every task's terminal status has been notified (then any duplicate would be too).
+        terminal = {"completed", "failed", "cancelled"}
+        wait_until(
+            lambda: all(terminal & set(stream.statuses.get(t, [])) for t in created), 10, "terminal notifications"
+        )
         for tid, seen in list(stream.statuses.items()):
             if len(seen) > 1:
                 problems.append(f"{tid}: two terminal statuses notified: {seen}")

@@ -358,7 +358,7 @@ def _batch(gw: Gateway, host: str) -> dict[str, dict[str, Any]]:
         run = gw.host(host, [s for _, s in cells])
         lines = run.lines()
         gw.timings[f"host {host} ({len(cells)} calls)"] = run.elapsed
-        gw.batches[host] = {"|".join(key): line for (key, _), line in zip(cells, lines)}
+        gw.batches[host] = {"|".join(key): line for (key, _), line in zip(cells, lines, strict=True)}
     return gw.batches[host]
 
 
@@ -424,7 +424,7 @@ def test_question_inside_a_2026_task_is_answered_by_tasks_update(gw: Gateway) ->
     )
     lines = run.lines()
     gw.timings["2026 tasks (fastmcp host, 4 calls)"] = run.elapsed
-    for (up, message, answer), line in zip(cells, lines):
+    for (up, message, answer), line in zip(cells, lines, strict=True):
         assert line.get("kind") == "task" and line["mrtrRounds"] == 0, (up, line)
         [asked] = line["asked"]
         assert asked["params"]["message"] == message and asked["requestId"].startswith(f"task-{line['taskId']}-"), (
@@ -447,7 +447,7 @@ def test_question_inside_a_2025_task_arrives_on_the_tasks_result_stream(gw: Gate
     )
     lines = run.lines()
     gw.timings["2025 tasks (sdk1 host, 4 calls)"] = run.elapsed
-    for (up, message, answer), line in zip(cells, lines):
+    for (up, message, answer), line in zip(cells, lines, strict=True):
         [asked] = line["asked"]
         assert asked["message"] == message, (up, line)
         assert asked["_meta"]["io.modelcontextprotocol/related-task"] == {"taskId": line["task"]["taskId"]}, (up, line)
@@ -472,7 +472,7 @@ def test_operator_answers_for_a_2025_host_without_elicitation(gw: Gateway) -> No
     gw.timings["operator (sdk1 host, 4 calls)"] = run.elapsed
     history = {h["id"]: h for h in gw.history()}
     with gw.api() as api:
-        for (up, message, answer), line in zip(cells, lines):
+        for (up, message, answer), line in zip(cells, lines, strict=True):
             assert line["asked"] == [], line  # the host was never asked
             assert_upstream_got_exactly(gw, up, line, message, answer)
             q = operator.questions[message]
@@ -518,7 +518,7 @@ def test_operator_answers_a_question_inside_a_2026_task(gw: Gateway, ups: tuple[
     finally:
         operator.join()
     gw.timings[f"operator in 2026 tasks ({'+'.join(ups)})"] = run.elapsed
-    for (up, message, answer), line in zip(cells, lines):
+    for (up, message, answer), line in zip(cells, lines, strict=True):
         assert line.get("kind") == "task" and line["asked"] == [], line
         assert operator.taken.get(message) == {"taken": True}, (up, operator.questions)
         assert line["finalStatus"] == "completed", line
@@ -585,8 +585,11 @@ def test_host_answers_are_recorded_in_the_question_history(gw: Gateway) -> None:
     lines = gw.host("sdk1", steps).lines()
     assert all(line["ok"] for line in lines), lines
     messages = [s["args"]["message"] for s in steps]
-    time.sleep(0.3)
-    rows = {h["params"]["message"]: h for h in gw.history() if h["params"].get("message") in messages}
+    def answered_rows() -> dict[str, dict[str, Any]]:
+        rows = {h["params"]["message"]: h for h in gw.history() if h["params"].get("message") in messages}
+        return rows if len(rows) == len(messages) and all(r["status"] == "answered" for r in rows.values()) else {}
+
+    rows = wait_until(answered_rows, 10, "every question stored as answered") or {}
     assert sorted(rows) == sorted(messages), rows
     stored = {m: (r["status"], r["answered_by"]) for m, r in rows.items()}
     assert all(status == "answered" and (by or "").startswith("host:") for status, by in stored.values()), stored

@@ -289,7 +289,7 @@ def test_cancelling_the_caller_sends_tasks_cancel_unless_the_daemon_is_stopping(
             },
         )
 
-        async def main() -> None:
+        async def main(s: FakeSession = s, keep: bool = keep) -> None:
             async def on_task_id(tid: str) -> None:
                 pass
 

@@ -7,9 +7,15 @@ import secrets
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import anyio
+
+from ..protocol.jsonrpc import Id
+from ..protocol.revisions import Era
+
+if TYPE_CHECKING:
+    from .parking import Park
 
 Send = Callable[[dict[str, Any]], Awaitable[None]]
 
@@ -18,25 +24,32 @@ Send = Callable[[dict[str, Any]], Awaitable[None]]
 class HostConnection:
     """A legacy session, a `mcpx serve` shim process, or a stateless modern HTTP host identity."""
 
-    transport: str  # "http" | "stdio"
+    transport: Literal["http", "stdio"]
     peer: str | None = None
     principal: str | None = None
     id: str = field(default_factory=lambda: secrets.token_urlsafe(12))
-    era: str | None = None  # "legacy" once initialized; stateless modern requests never set it
+    era: Era | None = None  # "legacy" once initialized; stateless modern requests never set it
     revision: str | None = None
     client_info: dict[str, Any] = field(default_factory=dict)
     client_caps: dict[str, Any] = field(default_factory=dict)
     log_level: str | None = None
     shim_pid: str | None = None  # the `mcpx serve` process behind a stdio connection
-    initialized: bool = False
     created: float = field(default_factory=time.time)
     # Session-level outbound channel (stdio: the shim's websocket; legacy HTTP: the GET stream).
     send: Send | None = None
-    in_flight: dict[Any, anyio.CancelScope] = field(default_factory=dict)
+    channel_opened: anyio.Event = field(default_factory=anyio.Event)  # set (and renewed) by attach()
+    in_flight: dict[Id | None, anyio.CancelScope] = field(default_factory=dict)
     resource_subscriptions: set[str] = field(default_factory=set)  # legacy resources/subscribe
     # Requests mcpx sent to this (legacy) host, waiting for its response.
     awaiting: dict[str, _Reply] = field(default_factory=dict)
-    _ids: itertools.count = field(default_factory=lambda: itertools.count(1))
+    _ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
+
+    def attach(self, send: Send | None) -> None:
+        """Set (or clear) the session-level channel, waking whoever waits for one to open."""
+        self.send = send
+        if send is not None:
+            opened, self.channel_opened = self.channel_opened, anyio.Event()
+            opened.set()
 
     async def request(self, send: Send, method: str, params: dict[str, Any], timeout: float) -> dict[str, Any]:
         """Ask this host something (elicitation, sampling, roots) and wait for its answer."""
@@ -58,7 +71,8 @@ class HostConnection:
         return result if isinstance(result, dict) else {}
 
     def resolve(self, msg: dict[str, Any]) -> None:
-        reply = self.awaiting.get(msg.get("id"))  # type: ignore[arg-type]
+        rid = msg.get("id")
+        reply = self.awaiting.get(rid) if isinstance(rid, str) else None  # ours are all "mcpx-<n>"
         if reply is not None:
             reply.msg = msg
             reply.done.set()
@@ -94,7 +108,7 @@ class HostError(Exception):
 @dataclass
 class RequestContext:
     conn: HostConnection
-    era: str  # "legacy" | "modern"
+    era: Era
     revision: str
     client_caps: dict[str, Any]
     meta: dict[str, Any]
@@ -102,4 +116,4 @@ class RequestContext:
     # Where request-scoped notifications (progress, log) go; None when nothing can receive them.
     notify: Send | None
     task_id: str | None = None  # set when this request's work runs as an mcpx task
-    park: Any = None  # a 2026 host's held call, whose upstream questions become MRTR rounds
+    park: Park | None = None  # a 2026 host's held call, whose upstream questions become MRTR rounds

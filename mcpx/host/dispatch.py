@@ -9,7 +9,7 @@ from typing import Any
 import anyio
 
 from .. import __version__
-from ..broker import Broker
+from ..broker import Broker, HostAsk, Question
 from ..config import Config
 from ..protocol import jsonrpc, legacy, modern, pagination, request_state, shaping
 from ..protocol.errors import (
@@ -22,12 +22,13 @@ from ..protocol.errors import (
     UpstreamUnavailable,
     upstream_error_for,
 )
+from ..protocol.jsonrpc import Id
 from ..protocol.revisions import LEGACY_LATEST, META_RELATED_TASK, META_SUBSCRIPTION, MODERN, TASKS_EXTENSION
 from ..tasks.engine import TaskEngine, now_ms
-from ..tasks.model import legacy_task
+from ..tasks.model import Task, legacy_task
 from ..upstream.catalogue import KINDS
-from ..upstream.pool import UpstreamPool, UpstreamServer
-from ..upstream.session import RELAYED_CLIENT_CAPS
+from ..upstream.pool import Route, UpstreamPool, UpstreamServer
+from ..upstream.session import RELAYED_CLIENT_CAPS, OnNotify, OnRequest
 from .connection import HostError, RequestContext
 from .legacy_tasks import TASK_CAPABILITY, LegacyTasks, TaskErrorReply, task_support, tasks_enabled
 from .modern_tasks import ModernTasks, detailed
@@ -89,7 +90,7 @@ class Dispatcher:
             caps["completions"] = {}
         return caps
 
-    def tool_schema(self, exposed: Any) -> Any:
+    def tool_schema(self, exposed: object) -> object:
         """The inputSchema hosts see for a tool, or None (an unknown tool is judged later)."""
         for route in self.pool.catalogue():
             if route.item["name"] == exposed:
@@ -118,7 +119,9 @@ class Dispatcher:
             log.exception("internal error handling %s", msg.method)
             return jsonrpc.error_from(msg.id, InternalError(f"Internal error handling {msg.method}"))
 
-    async def handle(self, ctx: RequestContext, method: str, params: dict[str, Any], rid: Any = None) -> dict[str, Any]:
+    async def handle(
+        self, ctx: RequestContext, method: str, params: dict[str, Any], rid: Id | None = None
+    ) -> dict[str, Any]:
         if ctx.era == "modern":
             if method in modern.REMOVED_METHODS:
                 raise MethodNotFound(f"Method not found: {method} (removed in {MODERN})", http_status=404)
@@ -129,7 +132,7 @@ class Dispatcher:
             handler = _LEGACY.get(method)
             if handler is None:
                 raise MethodNotFound(f"Method not found: {method}")
-        if method == "subscriptions/listen":
+        if method == "subscriptions/listen" and rid is not None:  # a request always has its id
             return await self._listen(ctx, params, rid)
         return await handler(self, ctx, params)
 
@@ -266,7 +269,7 @@ class Dispatcher:
                 }
         return res
 
-    def _asker(self, ctx: RequestContext, server: UpstreamServer) -> Any:
+    def _asker(self, ctx: RequestContext, server: UpstreamServer) -> OnRequest:
         async def ask(method: str, params: dict[str, Any]) -> dict[str, Any]:
             return await self._ask_host(ctx, method, params, server)
 
@@ -279,14 +282,14 @@ class Dispatcher:
         caused it (if it declared that capability), and open to an operator in any case."""
         clean = {k: v for k, v in params.items() if k != "_meta"}
         capability = _CAPABILITY_FOR.get(method)
-        host_ask = None
+        host_ask: HostAsk | None = None
         if capability is not None and capability in ctx.client_caps and ctx.notify is not None and ctx.era == "legacy":
             notify = ctx.notify
             sent = dict(clean)
             if ctx.task_id is not None:  # inside a 2025 task: tagged with it (tasks.mdx:448,470)
                 sent["_meta"] = {META_RELATED_TASK: {"taskId": ctx.task_id}}
 
-            async def host_ask(q: Any) -> dict[str, Any]:
+            async def host_ask(q: Question) -> dict[str, Any]:
                 try:
                     if ctx.task_id is None:
                         return await ctx.conn.request(notify, method, sent, QUESTION_TIMEOUT_S)
@@ -299,10 +302,11 @@ class Dispatcher:
         elif ctx.era == "modern" and ctx.task_id is not None and capability in ctx.client_caps:
             task_id = ctx.task_id
 
-            async def host_ask(q: Any) -> dict[str, Any]:
+            async def host_ask(q: Question) -> dict[str, Any]:
                 # Inside a 2026 task the question is one of the task's inputRequests.
                 answers = await self.engine.ask(task_id, {key: {"method": method, "params": clean}})
-                return answers[key]
+                answer: dict[str, Any] = answers[key]
+                return answer
 
         elif ctx.era == "modern" and ctx.task_id is None and ctx.park is not None and capability not in ctx.client_caps:
             # The upstream needs what this 2026 host did not declare: the host's call gets -32021
@@ -333,7 +337,7 @@ class Dispatcher:
         """Every MRTR inputRequest of one round, asked of the host at once."""
         answers: dict[str, Any] = {}
 
-        async def one(key: str, request: Any) -> None:
+        async def one(key: str, request: object) -> None:
             if not isinstance(request, dict) or not isinstance(request.get("method"), str):
                 raise InternalError(f"upstream sent a malformed input request {key!r}")
             answers[key] = await self._ask_host(ctx, request["method"], request.get("params") or {}, server, key)
@@ -363,7 +367,7 @@ class Dispatcher:
         self,
         ctx: RequestContext,
         params: dict[str, Any],
-        route: Any,
+        route: Route,
         server: UpstreamServer,
         *,
         raw_state: bool = False,
@@ -514,11 +518,11 @@ class Dispatcher:
             try:
                 server, uri = self.pool.resolve_uri(exposed)
                 await server.unwatch(uri)
-            except Exception as exc:
-                log.debug("unwatch %s: %s", exposed, exc)
+            except Exception as exc:  # noqa: BLE001 - one failed unsubscribe must not keep the others
+                log.warning("unwatch %s: %s", exposed, exc)
 
     # ---- 2026 subscriptions/listen -------------------------------------------------------
-    async def _listen(self, ctx: RequestContext, params: dict[str, Any], rid: Any) -> dict[str, Any]:
+    async def _listen(self, ctx: RequestContext, params: dict[str, Any], rid: Id) -> dict[str, Any]:
         wanted = params.get("notifications")
         if not isinstance(wanted, dict):
             raise InvalidParams("subscriptions/listen: params.notifications must be an object")
@@ -549,7 +553,7 @@ class Dispatcher:
             agreed["resourceSubscriptions"] = sorted(resources)
         task_ids: list[str] = []
         if "taskIds" in wanted:
-            task_ids = await self.modern_tasks.listen_tasks(ctx, wanted["taskIds"], ctx.notify, rid)
+            task_ids = await self.modern_tasks.listen_tasks(ctx, wanted["taskIds"])
             agreed["taskIds"] = task_ids
         listener = Listener(rid, ctx.notify, methods, resources, set(task_ids))
         await ctx.notify(
@@ -557,7 +561,7 @@ class Dispatcher:
                 "notifications/subscriptions/acknowledged", {"_meta": {META_SUBSCRIPTION: rid}, "notifications": agreed}
             )
         )
-        key = self.hub.add(listener)
+        subscription = self.hub.add(listener)
         try:
             for server, uri in watched:
                 await server.watch(uri)
@@ -565,7 +569,7 @@ class Dispatcher:
                 await self.modern_tasks.send_state(task_id, ctx.notify, rid)
             await anyio.sleep_forever()
         finally:
-            self.hub.remove(key)
+            self.hub.remove(subscription)
             with anyio.CancelScope(shield=True):
                 for server, uri in watched:
                     await server.unwatch(uri)
@@ -603,15 +607,15 @@ class Dispatcher:
     async def _modern_cancel(self, ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
         return await self.modern_tasks.cancel(ctx, params)
 
-    async def answer_task_inputs(self, task: Any, responses: dict[str, Any], ctx: RequestContext) -> None:
+    async def answer_task_inputs(self, task: Task, responses: dict[str, Any], ctx: RequestContext) -> None:
         await self.engine.answer(task.id, responses)
 
-    def _bound(self, params: dict[str, Any], route: Any) -> str:
+    def _bound(self, params: dict[str, Any], route: Route) -> str:
         up = {k: v for k, v in params.items() if k not in ("task", "inputResponses", "requestState")}
         up["name"] = route.name
         return request_state.binding("tools/call", up)
 
-    def unwrap_round(self, params: dict[str, Any], route: Any) -> tuple[dict[str, Any], int]:
+    def unwrap_round(self, params: dict[str, Any], route: Route) -> tuple[dict[str, Any], int]:
         """The host's params with mcpx's signed requestState replaced by the upstream's own."""
         if params.get("requestState") is None:
             return params, 0
@@ -621,7 +625,7 @@ class Dispatcher:
             out["requestState"] = raw
         return out, round_
 
-    def wrap_round(self, res: dict[str, Any], params: dict[str, Any], route: Any, round_: int) -> dict[str, Any]:
+    def wrap_round(self, res: dict[str, Any], params: dict[str, Any], route: Route, round_: int) -> dict[str, Any]:
         """An MRTR round asked before any task existed, handed to the host with mcpx's signed state
         (bound to the upstream params, as `_forward` checks it on the retry)."""
         return {
@@ -631,7 +635,7 @@ class Dispatcher:
             ),
         }
 
-    async def _task_changed(self, task: Any) -> None:
+    async def _task_changed(self, task: Task) -> None:
         """Legacy: notifications/tasks/status to the owning session. Modern: notifications/tasks
         (a DetailedTask) on every listen stream that asked for this task."""
         if task.era == "modern":
@@ -643,7 +647,7 @@ class Dispatcher:
         if conn is not None and conn.send is not None:
             await conn.send(jsonrpc.notification("notifications/tasks/status", legacy_task(task)))
 
-    def _relay(self, ctx: RequestContext) -> Any:
+    def _relay(self, ctx: RequestContext) -> OnNotify:
         async def relay(msg: dict[str, Any]) -> None:
             if ctx.notify is None or msg.get("method") not in _RELAYED:
                 return
@@ -660,7 +664,7 @@ class Dispatcher:
         return relay
 
 
-def _rename_uri(content: Any, server: UpstreamServer) -> Any:
+def _rename_uri(content: object, server: UpstreamServer) -> object:
     if isinstance(content, dict) and isinstance(content.get("uri"), str):
         return {**content, "uri": server.naming.uri_out(content["uri"])}
     return content

@@ -6,7 +6,6 @@ a protocol version is stateless 2026-07-28; anything else must belong to a known
 
 from __future__ import annotations
 
-import json
 import logging
 import secrets
 from collections import OrderedDict
@@ -14,6 +13,8 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import anyio
+from starlette.types import Receive, Scope
+from starlette.types import Send as AsgiSend
 
 from ..protocol import jsonrpc, modern
 from ..protocol.errors import (
@@ -26,7 +27,8 @@ from ..protocol.errors import (
     McpError,
 )
 from ..protocol.revisions import LEGACY_LATEST, MODERN, is_modern
-from .connection import HostConnection
+from ..tasks.store import StoreError, TaskStore
+from .connection import HostConnection, RequestContext
 from .router import HostRouter, emit, notification_stream, notifier
 
 log = logging.getLogger("mcpx.host")
@@ -41,7 +43,7 @@ _STREAMING = frozenset({"tools/call", "prompts/get", "resources/read", "subscrip
 
 class McpEndpoint:
     def __init__(
-        self, router: HostRouter, *, max_body: int, allowed_origins: list[str], tokens: dict[str, str], store: Any
+        self, router: HostRouter, *, max_body: int, allowed_origins: list[str], tokens: dict[str, str], store: TaskStore
     ) -> None:
         self.router = router
         self.store = store
@@ -52,7 +54,7 @@ class McpEndpoint:
         self._modern: OrderedDict[str, HostConnection] = OrderedDict()
 
     # ---- ASGI ----------------------------------------------------------------------------
-    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+    async def __call__(self, scope: Scope, receive: Receive, send: AsgiSend) -> None:
         if scope["type"] != "http":
             return
         headers: dict[str, str] = {}
@@ -109,7 +111,7 @@ class McpEndpoint:
 
     # ---- POST ----------------------------------------------------------------------------
     async def _post(
-        self, headers: dict[str, str], peer: str | None, principal: str | None, receive: Any, send: Any
+        self, headers: dict[str, str], peer: str | None, principal: str | None, receive: Receive, send: AsgiSend
     ) -> None:
         body = await _read_body(receive, self.max_body, headers)
         if body is None:
@@ -158,17 +160,18 @@ class McpEndpoint:
                 return await _json(send, exc.http_status, emit(MODERN, msg.method, jsonrpc.error_from(msg.id, exc)))
         else:
             if sid is None:
-                exc: McpError
+                missing: McpError
                 if headers.get("mcp-protocol-version") == MODERN:
-                    exc = InvalidParams(
+                    missing = InvalidParams(
                         f"Missing params._meta[{'io.modelcontextprotocol/protocolVersion'!r}] for {MODERN}",
                         http_status=400,
                     )
                 else:
-                    exc = InvalidRequest(
+                    missing = InvalidRequest(
                         "Missing Mcp-Session-Id header: send initialize first, or use 2026-07-28 _meta"
                     )
-                return await _json(send, 400, emit(_rev_hint(headers), msg.method, jsonrpc.error_from(msg.id, exc)))
+                frame = jsonrpc.error_from(msg.id, missing)
+                return await _json(send, 400, emit(_rev_hint(headers), msg.method, frame))
             conn = await self._session(sid, principal)
             if conn is None:
                 return await _json(
@@ -193,7 +196,7 @@ class McpEndpoint:
             ctx = self.router.legacy_context(conn, msg.params, None)
         await self._run(ctx, msg, headers, receive, send)
 
-    async def _initialize(self, msg: jsonrpc.Message, peer: str | None, principal: str | None, send: Any) -> None:
+    async def _initialize(self, msg: jsonrpc.Message, peer: str | None, principal: str | None, send: AsgiSend) -> None:
         conn = HostConnection("http", peer=peer, principal=principal)
         frame = self.router.initialize(conn, msg)
         if "error" in frame:
@@ -210,7 +213,7 @@ class McpEndpoint:
                     "peer": peer,
                 },
             )
-        except Exception as exc:  # no durable session, no session id
+        except StoreError as exc:  # no durable session, no session id
             log.error("could not store the session: %s", exc)
             return await _json(
                 send,
@@ -243,7 +246,9 @@ class McpEndpoint:
             self._modern.move_to_end(key)
         return conn
 
-    async def _run(self, ctx: Any, msg: jsonrpc.Message, headers: dict[str, str], receive: Any, send: Any) -> None:
+    async def _run(
+        self, ctx: RequestContext, msg: jsonrpc.Message, headers: dict[str, str], receive: Receive, send: AsgiSend
+    ) -> None:
         accept = headers.get("accept", "")
         streaming = "text/event-stream" in accept and (msg.method in _STREAMING or "application/json" not in accept)
         tx, rx = notification_stream()
@@ -294,7 +299,7 @@ class McpEndpoint:
         await _json(send, _status_for(ctx.era, frame), frame)
 
     # ---- GET / DELETE (legacy sessions only) --------------------------------------------
-    async def _get(self, headers: dict[str, str], principal: str | None, receive: Any, send: Any) -> None:
+    async def _get(self, headers: dict[str, str], principal: str | None, receive: Receive, send: AsgiSend) -> None:
         sid = headers.get("mcp-session-id")
         if sid is None or headers.get("mcp-protocol-version") == MODERN:
             return await _json(send, 405, None, [(b"allow", b"POST")])
@@ -304,7 +309,7 @@ class McpEndpoint:
         if "text/event-stream" not in headers.get("accept", ""):
             return await _json(send, 406, None)
         tx, rx = notification_stream()
-        conn.send = notifier(conn.revision or LEGACY_LATEST, tx)
+        conn.attach(notifier(conn.revision or LEGACY_LATEST, tx))
         await send({"type": "http.response.start", "status": 200, "headers": SSE_HEADERS})
         async with anyio.create_task_group() as tg:
 
@@ -326,10 +331,10 @@ class McpEndpoint:
                         break
                     await _sse(send, item)
             tg.cancel_scope.cancel()
-        conn.send = None
+        conn.attach(None)
         await send({"type": "http.response.body", "body": b"", "more_body": False})
 
-    async def _delete(self, headers: dict[str, str], principal: str | None, send: Any) -> None:
+    async def _delete(self, headers: dict[str, str], principal: str | None, send: AsgiSend) -> None:
         sid = headers.get("mcp-session-id")
         if sid is None:
             return await _json(send, 405, None, [(b"allow", b"POST")])
@@ -357,7 +362,6 @@ class McpEndpoint:
                 revision=saved["revision"],
                 client_info=saved.get("clientInfo") or {},
                 client_caps=saved.get("clientCaps") or {},
-                initialized=True,
             )
             self.sessions[sid] = conn
             self.router.open(conn)
@@ -389,7 +393,7 @@ def _rev_hint(headers: dict[str, str]) -> str:
     return MODERN if v == MODERN else LEGACY_LATEST
 
 
-async def _read_body(receive: Any, limit: int, headers: dict[str, str]) -> bytes | None:
+async def _read_body(receive: Receive, limit: int, headers: dict[str, str]) -> bytes | None:
     try:
         if int(headers.get("content-length", "0")) > limit:
             return None
@@ -412,7 +416,7 @@ async def _read_body(receive: Any, limit: int, headers: dict[str, str]) -> bytes
 
 
 async def _json(
-    send: Any, status: int, frame: dict[str, Any] | None, extra: list[tuple[bytes, bytes]] | None = None
+    send: AsgiSend, status: int, frame: dict[str, Any] | None, extra: list[tuple[bytes, bytes]] | None = None
 ) -> None:
     body = jsonrpc.dumps(frame) if frame is not None else b""
     headers = [(b"content-type", b"application/json")] if frame is not None else []
@@ -421,7 +425,7 @@ async def _json(
     await send({"type": "http.response.body", "body": body})
 
 
-async def _sse(send: Any, frame: dict[str, Any]) -> None:
+async def _sse(send: AsgiSend, frame: dict[str, Any]) -> None:
     await send(
         {
             "type": "http.response.body",
@@ -429,6 +433,3 @@ async def _sse(send: Any, frame: dict[str, Any]) -> None:
             "more_body": True,
         }
     )
-
-
-__all__ = ["McpEndpoint", "json"]

@@ -14,18 +14,20 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from ..protocol import jsonrpc
 from ..protocol.errors import INTERNAL_ERROR, InternalError, InvalidParams, MethodNotFound
 from ..protocol.revisions import LEGACY_LATEST, META_RELATED_TASK
 from ..tasks.model import CANCELLED, Task, legacy_task
 from ..tasks.store import StoreError
-from .connection import RequestContext
+from ..waiting import first_of
+from .connection import HostConnection, RequestContext, Send
 
 if TYPE_CHECKING:
+    from ..tasks.engine import TaskEngine
+    from ..upstream.pool import Route, UpstreamServer
     from .dispatch import Dispatcher
 
 PAGE = 50
-TASK_CAPABILITY = {"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}}
+TASK_CAPABILITY: dict[str, Any] = {"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}}
 
 
 def owner_key(ctx: RequestContext) -> str:
@@ -50,9 +52,10 @@ def task_support(dispatcher: Dispatcher, server_key: str, tool: dict[str, Any], 
 class LegacyTasks:
     def __init__(self, dispatcher: Dispatcher) -> None:
         self.d = dispatcher
-        self.streams: dict[str, list[Any]] = {}  # task id -> open tasks/result streams
+        self.streams: dict[str, list[Send]] = {}  # task id -> open tasks/result streams
+        self._stream_opened: dict[str, anyio.Event] = {}  # task id -> set when one opens
 
-    def _sender(self, task_ctx: RequestContext) -> Any:
+    def _sender(self, task_ctx: RequestContext) -> Send:
         """Best effort (progress): an open tasks/result stream of the task, else the GET stream."""
 
         async def send(msg: dict[str, Any]) -> None:
@@ -63,7 +66,7 @@ class LegacyTasks:
 
         return send
 
-    async def question_channel(self, task_id: str, conn: Any) -> Any:
+    async def question_channel(self, task_id: str, conn: HostConnection) -> Send:
         """Where to ask the host a question inside this task: wait until it has a stream open
         (it sees `input_required` meanwhile and should call tasks/result, tasks.mdx:449)."""
         while True:
@@ -72,10 +75,11 @@ class LegacyTasks:
                 return streams[-1]
             if conn.send is not None:
                 return conn.send
-            await anyio.sleep(0.1)
+            stream_opened = self._stream_opened.setdefault(task_id, anyio.Event())
+            await first_of(stream_opened, conn.channel_opened)
 
     @property
-    def engine(self) -> Any:
+    def engine(self) -> TaskEngine:
         return self.d.engine
 
     async def _owned(self, ctx: RequestContext, params: dict[str, Any]) -> Task:
@@ -86,7 +90,7 @@ class LegacyTasks:
         return task
 
     async def call_as_task(
-        self, ctx: RequestContext, params: dict[str, Any], route: Any, server: Any
+        self, ctx: RequestContext, params: dict[str, Any], route: Route, server: UpstreamServer
     ) -> dict[str, Any]:
         meta = params.get("task")
         if not isinstance(meta, dict):
@@ -131,12 +135,15 @@ class LegacyTasks:
         # While this tasks/result is open, its stream is where the task's questions and progress
         # go (tasks.mdx:435-449, DIGEST L5); the session's GET stream is the fallback.
         streams = self.streams.setdefault(task.id, []) if ctx.notify is not None else None
-        if streams is not None:
+        if streams is not None and ctx.notify is not None:
             streams.append(ctx.notify)
+            opened = self._stream_opened.pop(task.id, None)
+            if opened is not None:
+                opened.set()
         try:
             done = await self.engine.wait_terminal(task.id)
         finally:
-            if streams is not None:
+            if streams is not None and ctx.notify is not None:
                 streams.remove(ctx.notify)
                 if not streams:
                     self.streams.pop(task.id, None)
@@ -200,7 +207,7 @@ def _encode_cursor(created_ms: int, task_id: str) -> str:
     return base64.urlsafe_b64encode(json.dumps(["tasks", created_ms, task_id]).encode()).decode().rstrip("=")
 
 
-def _decode_cursor(cursor: Any) -> tuple[int, str] | None:
+def _decode_cursor(cursor: object) -> tuple[int, str] | None:
     if cursor is None:
         return None
     try:
@@ -212,6 +219,3 @@ def _decode_cursor(cursor: Any) -> tuple[int, str] | None:
     except (ValueError, TypeError, binascii.Error):
         raise InvalidParams("Invalid cursor for tasks/list") from None
     return created, task_id
-
-
-__all__ = ["TASK_CAPABILITY", "LegacyTasks", "TaskErrorReply", "jsonrpc"]

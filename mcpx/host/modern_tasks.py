@@ -8,22 +8,26 @@ a principal (the extension's model); the creating host is still recorded for the
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 import anyio
 
 from ..protocol import jsonrpc
-from ..protocol.errors import InternalError, InvalidParams, McpError, MissingClientCapability, UpstreamError
+from ..protocol.errors import InternalError, InvalidParams, McpError, MissingClientCapability
+from ..protocol.jsonrpc import Id
 from ..protocol.revisions import META_SUBSCRIPTION, TASKS_EXTENSION
 from ..tasks.model import COMPLETED, FAILED, INPUT_REQUIRED, Task, modern_task
 from ..tasks.store import StoreError
-from .connection import RequestContext
+from .connection import RequestContext, Send
 from .parking import PARK_LINGER_S, Park, park_of, wait_for
 
 if TYPE_CHECKING:
+    from ..tasks.engine import Run
+    from ..upstream.pool import Route, UpstreamServer
     from .dispatch import Dispatcher
 
-REQUIRED = {"extensions": {TASKS_EXTENSION: {}}}
+REQUIRED: dict[str, Any] = {"extensions": {TASKS_EXTENSION: {}}}
 
 
 def declares(ctx: RequestContext) -> bool:
@@ -61,14 +65,14 @@ class _Slot:
         self.task_id: str | None = None
 
 
-def _is_mrtr(result: Any) -> bool:
+def _is_mrtr(result: object) -> bool:
     return isinstance(result, dict) and result.get("resultType") == "input_required"
 
 
 class ModernTasks:
     def __init__(self, dispatcher: Dispatcher) -> None:
         self.d = dispatcher
-        self.parks: dict[str, tuple[Any, Park, _Slot, RequestContext]] = {}
+        self.parks: dict[str, tuple[Run, Park, _Slot, RequestContext]] = {}
 
     def owner(self, ctx: RequestContext) -> str:
         return f"principal:{ctx.conn.principal}" if ctx.conn.principal else f"modern:{ctx.conn.id}"
@@ -87,7 +91,7 @@ class ModernTasks:
         return task
 
     async def call(
-        self, ctx: RequestContext, params: dict[str, Any], route: Any, server: Any, support: str
+        self, ctx: RequestContext, params: dict[str, Any], route: Route, server: UpstreamServer, support: str
     ) -> dict[str, Any]:
         """tools/call for a modern host: an inline result, an MRTR round, or a task handle.
 
@@ -112,7 +116,7 @@ class ModernTasks:
                 )
             run, park, slot, detached = entry
             detached.notify = None if taskable else ctx.notify  # progress follows the retry's stream
-            responses = params.get("inputResponses") if isinstance(params.get("inputResponses"), dict) else {}
+            responses = jsonrpc.as_object(params.get("inputResponses"))
             for qid, answer in responses.items():
                 if qid in park.outstanding and isinstance(answer, dict):
                     await self.d.broker.answer(qid, answer, f"host:{ctx.conn.id}")
@@ -146,7 +150,7 @@ class ModernTasks:
         if outcome == "question" and not slot.decided:
             park.rearm()
             self.parks[park.id] = (run, park, slot, detached)
-            self.d.engine.tg.start_soon(self._forget_when_done, park.id, run)
+            self.d.engine.spawn(self._forget_when_done, park.id, run)
             round_result = {
                 "resultType": "input_required",
                 "inputRequests": dict(park.outstanding),
@@ -162,7 +166,9 @@ class ModernTasks:
             return run.result
         return await self._adopt(ctx, run, slot, detached, route, server, params)
 
-    def _work(self, detached: RequestContext, params: dict[str, Any], route: Any, server: Any, slot: _Slot) -> Any:
+    def _work(
+        self, detached: RequestContext, params: dict[str, Any], route: Route, server: UpstreamServer, slot: _Slot
+    ) -> Callable[[], Awaitable[dict[str, Any]]]:
         async def work() -> dict[str, Any]:
             p = dict(params)
             while True:
@@ -184,11 +190,11 @@ class ModernTasks:
     async def _adopt(
         self,
         ctx: RequestContext,
-        run: Any,
+        run: Run,
         slot: _Slot,
         detached: RequestContext,
-        route: Any,
-        server: Any,
+        route: Route,
+        server: UpstreamServer,
         params: dict[str, Any],
     ) -> dict[str, Any]:
         cfg = self.d.config.tasks
@@ -215,7 +221,7 @@ class ModernTasks:
             slot.adopted.set()
         return {**modern_task(task), "resultType": "task"}
 
-    async def _forget_when_done(self, park_id: str, run: Any) -> None:
+    async def _forget_when_done(self, park_id: str, run: Run) -> None:
         """A parked call whose host never retries is dropped once it has finished and lingered."""
         await run.done.wait()
         await anyio.sleep(PARK_LINGER_S)
@@ -241,7 +247,7 @@ class ModernTasks:
                 raise InternalError(f"could not cancel the task: {exc}") from None
         return {}  # an ack, whatever state the task is in (cooperative; terminal is no error)
 
-    async def listen_tasks(self, ctx: RequestContext, ids: Any, send: Any, subscription_id: Any) -> list[str]:
+    async def listen_tasks(self, ctx: RequestContext, ids: object) -> list[str]:
         """Validate taskIds for a listen stream; returns the ids agreed (unknown ones are left out)."""
         require(ctx)
         if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
@@ -255,7 +261,7 @@ class ModernTasks:
             agreed.append(task_id)
         return agreed
 
-    async def send_state(self, task_id: str, send: Any, subscription_id: Any) -> None:
+    async def send_state(self, task_id: str, send: Send, subscription_id: Id) -> None:
         task = await self.d.engine.get(task_id)
         if task is not None:
             await send(
@@ -263,6 +269,3 @@ class ModernTasks:
                     "notifications/tasks", {**detailed(task), "_meta": {META_SUBSCRIPTION: subscription_id}}
                 )
             )
-
-
-__all__ = ["ModernTasks", "UpstreamError", "declares"]

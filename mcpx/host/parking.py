@@ -10,10 +10,15 @@ be asked by an `input_required` result followed by a retry. So mcpx holds the up
 from __future__ import annotations
 
 import secrets
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import anyio
 
+if TYPE_CHECKING:
+    from ..broker import Question
+    from ..tasks.engine import Run
+
+WaitOutcome = Literal["done", "question", "deadline"]
 PARK_LINGER_S = 60.0  # a finished parked call waits this long for its host's retry
 
 
@@ -29,7 +34,7 @@ class Park:
         self.refused = error
         self.changed.set()
 
-    async def hold(self, question: Any) -> dict[str, Any]:
+    async def hold(self, question: Question) -> dict[str, Any]:
         """The broker's host_ask for a parked call: wait until someone answers the question
         through the broker (the host's retry, or an operator); the broker then cancels this."""
         self.outstanding[question.id] = {"method": question.method, "params": question.params}
@@ -47,14 +52,13 @@ class Park:
 def park_of(params: dict[str, Any]) -> str | None:
     """The park a retry resumes: mcpx's own state inside the signed requestState envelope."""
     state = params.get("requestState")
-    if isinstance(state, dict) and isinstance(state.get("mcpxPark"), str):
-        return state["mcpxPark"]
-    return None
+    park = state.get("mcpxPark") if isinstance(state, dict) else None
+    return park if isinstance(park, str) else None
 
 
-async def wait_for(run: Any, park: Park, deadline_s: float | None) -> str:
+async def wait_for(run: Run, park: Park, deadline_s: float | None) -> WaitOutcome:
     """'done', 'question' or 'deadline', whichever comes first (done wins a tie)."""
-    outcome = "deadline"
+    outcome: WaitOutcome = "deadline"
     async with anyio.create_task_group() as tg:
 
         async def on_done() -> None:
@@ -73,6 +77,7 @@ async def wait_for(run: Any, park: Park, deadline_s: float | None) -> str:
         tg.start_soon(on_question)
         if deadline_s is None:
             await anyio.sleep_forever()
-        await anyio.sleep(deadline_s)
+        else:
+            await anyio.sleep(deadline_s)
         tg.cancel_scope.cancel()
     return "done" if run.done.is_set() else outcome

@@ -8,6 +8,7 @@ from typing import Any
 
 import anyio
 from anyio.abc import TaskGroup
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from .. import wirelog
 from ..protocol import jsonrpc, legacy, modern
@@ -62,7 +63,7 @@ class HostRouter:
     def legacy_context(self, conn: HostConnection, params: dict[str, Any], notify: Send | None) -> RequestContext:
         if conn.revision is None:
             raise InvalidRequest("Send initialize first (or, for 2026-07-28, put the protocol version in params._meta)")
-        meta = params.get("_meta") if isinstance(params.get("_meta"), dict) else {}
+        meta = jsonrpc.as_object(params.get("_meta"))
         return RequestContext(conn, "legacy", conn.revision, conn.client_caps, meta, conn.log_level, notify)
 
     def initialize(self, conn: HostConnection, msg: jsonrpc.Message) -> dict[str, Any]:
@@ -114,9 +115,7 @@ class HostRouter:
         conn.resolve(msg.raw)
 
     async def notification(self, conn: HostConnection, msg: jsonrpc.Message) -> None:
-        if msg.method == "notifications/initialized":
-            conn.initialized = True
-        elif msg.method == "notifications/cancelled":
+        if msg.method == "notifications/cancelled":
             self.cancel(conn, msg.params)
         # Other notifications (roots/list_changed, progress from a host) need no action yet.
 
@@ -127,7 +126,7 @@ def emit(revision: str | None, method: str | None, frame: dict[str, Any]) -> dic
     return frame
 
 
-def notifier(revision: str, sink: Any) -> Send:
+def notifier(revision: str, sink: MemoryObjectSendStream[StreamItem]) -> Send:
     """A request-scoped notification sender that records each frame and never blocks the upstream."""
 
     async def send(msg: dict[str, Any]) -> None:
@@ -140,5 +139,9 @@ def notifier(revision: str, sink: Any) -> Send:
     return send
 
 
-def notification_stream() -> tuple[Any, Any]:
-    return anyio.create_memory_object_stream[dict[str, Any]](max_buffer_size=math.inf)
+# Frames for one host stream; None tells the stream's writer that the request is over.
+StreamItem = dict[str, Any] | None
+
+
+def notification_stream() -> tuple[MemoryObjectSendStream[StreamItem], MemoryObjectReceiveStream[StreamItem]]:
+    return anyio.create_memory_object_stream[StreamItem](max_buffer_size=math.inf)

@@ -7,12 +7,13 @@ import logging
 from typing import Any
 
 import anyio
+from anyio.abc import TaskGroup
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from ..protocol import jsonrpc
 from ..protocol.errors import McpError
 from ..protocol.revisions import LEGACY_LATEST, MODERN, is_modern
-from .connection import HostConnection
+from .connection import HostConnection, Send
 from .router import Call, HostRouter, emit
 
 log = logging.getLogger("mcpx.host")
@@ -42,10 +43,10 @@ class ShimEndpoint:
             emit(conn.revision or MODERN, frame.get("method"), frame)
             try:
                 await write(frame)
-            except Exception:  # the shim went away; progress is advisory
-                pass
+            except Exception as exc:  # noqa: BLE001 - whatever closed the socket, progress is advisory
+                log.debug("shim %s gone: notification %s dropped (%s)", conn.id, frame.get("method"), exc)
 
-        conn.send = notify
+        conn.attach(notify)
         self.router.open(conn)
         try:
             async with anyio.create_task_group() as tg:
@@ -59,7 +60,7 @@ class ShimEndpoint:
         finally:
             self.router.close(conn)
 
-    async def _line(self, conn: HostConnection, text: str, write: Any, notify: Any, tg: Any) -> None:
+    async def _line(self, conn: HostConnection, text: str, write: Send, notify: Send, tg: TaskGroup) -> None:
         try:
             msg = jsonrpc.parse(text)
         except McpError as exc:
@@ -86,10 +87,11 @@ class ShimEndpoint:
         call = self.router.start(ctx, msg)
         tg.start_soon(self._deliver, call, write)
 
-    async def _deliver(self, call: Call, write: Any) -> None:
+    async def _deliver(self, call: Call, write: Send) -> None:
         await call.done.wait()
         if call.frame is not None:
             try:
                 await write(call.frame)
-            except Exception:
-                pass
+            except Exception as exc:  # noqa: BLE001 - the shim is gone, however its socket closed
+                # The call itself completed (a task stays collectable); only this reply is lost.
+                log.warning("shim gone before its reply to request %r could be sent: %s", call.frame.get("id"), exc)

@@ -9,15 +9,15 @@ from __future__ import annotations
 import os
 import sys
 import threading
-from typing import Any
 
 import anyio
 import websockets
 from anyio.from_thread import BlockingPortal
+from anyio.streams.memory import MemoryObjectSendStream
 from websockets.asyncio.client import connect
 
 
-def _pump_stdin(portal: BlockingPortal, send: Any) -> None:
+def _pump_stdin(portal: BlockingPortal, send: MemoryObjectSendStream[bytes]) -> None:
     """Blocking stdin reads, in a daemon thread feeding the relay one line at a time.
 
     Not anyio.to_thread: its worker threads are not daemon threads, so one blocked in readline()

@@ -37,7 +37,7 @@ class McpError(Exception):
     code = INTERNAL_ERROR
     http_status = 200
 
-    def __init__(self, message: str, data: Any = None, *, http_status: int | None = None) -> None:
+    def __init__(self, message: str, data: object = None, *, http_status: int | None = None) -> None:
         super().__init__(message)
         self.message = message
         self.data = data
@@ -104,13 +104,15 @@ class UpstreamError(Exception):
 _MODERN_RESERVED_OK = {HEADER_MISMATCH, MISSING_CLIENT_CAPABILITY, UNSUPPORTED_PROTOCOL_VERSION}
 
 
-def _has_required_data(code: int, data: Any) -> bool:
+def _has_required_data(code: int, data: object) -> bool:
     """-32021 and -32022 are only legal with the `data` their schema requires (schema/2026-07-28/schema.json
     MissingRequiredClientCapabilityError, UnsupportedProtocolVersionError); -32020 needs none."""
     if code == MISSING_CLIENT_CAPABILITY:
         return isinstance(data, dict) and isinstance(data.get("requiredCapabilities"), dict)
     if code == UNSUPPORTED_PROTOCOL_VERSION:
-        supported = data.get("supported") if isinstance(data, dict) else None
+        if not isinstance(data, dict):
+            return False
+        supported = data.get("supported")
         return (
             isinstance(supported, list)
             and all(isinstance(v, str) for v in supported)

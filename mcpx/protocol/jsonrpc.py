@@ -29,16 +29,23 @@ class Message:
 
     @property
     def id(self) -> Id | None:
-        return self.raw.get("id")
+        rid = self.raw.get("id")
+        return rid if isinstance(rid, (str, int)) else None  # classify() admits nothing else
 
     @property
     def method(self) -> str:
-        return self.raw.get("method", "")
+        method = self.raw.get("method")
+        return method if isinstance(method, str) else ""
 
     @property
     def params(self) -> dict[str, Any]:
         p = self.raw.get("params")
         return p if isinstance(p, dict) else {}
+
+
+def as_object(value: object) -> dict[str, Any]:
+    """`value` when it is a JSON object, else an empty one: for fields a peer may have sent as anything."""
+    return value if isinstance(value, dict) else {}
 
 
 def parse(body: bytes | str) -> Message:
@@ -65,7 +72,7 @@ def _not_json(token: str) -> Any:
     raise ValueError(f"{token} is not a JSON value")
 
 
-def classify(data: Any) -> Message:
+def classify(data: object) -> Message:
     if isinstance(data, list):
         raise InvalidRequest("JSON-RPC batches are not supported")
     if not isinstance(data, dict):

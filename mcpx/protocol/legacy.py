@@ -7,8 +7,6 @@ from typing import Any
 from .errors import InvalidParams
 from .revisions import negotiate_legacy
 
-# Methods a legacy session may send before `notifications/initialized` arrives.
-PRE_INIT_METHODS = frozenset({"initialize", "ping"})
 LOG_LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
 
 
@@ -31,7 +29,7 @@ def negotiate_version(params: dict[str, Any]) -> str:
     return negotiate_legacy(params.get("protocolVersion"))
 
 
-def log_level_allows(threshold: str | None, level: Any) -> bool:
+def log_level_allows(threshold: str | None, level: object) -> bool:
     """RFC 5424 ordering; without a setLevel the session gets every message."""
     if threshold is None:
         return True

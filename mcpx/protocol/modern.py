@@ -148,7 +148,7 @@ def check_version_header(params: dict[str, Any], headers: Mapping[str, str]) -> 
         raise HeaderMismatch(f"Header mismatch: MCP-Protocol-Version header {got!r} does not match body {body!r}")
 
 
-def _same_value(header: str, value: Any) -> bool:
+def _same_value(header: str, value: object) -> bool:
     if isinstance(value, bool):
         return header == ("true" if value else "false")
     if isinstance(value, (int, float)):
@@ -161,7 +161,7 @@ def _same_value(header: str, value: Any) -> bool:
     return False
 
 
-def check_param_headers(input_schema: Any, arguments: Any, headers: Mapping[str, str]) -> None:
+def check_param_headers(input_schema: object, arguments: object, headers: Mapping[str, str]) -> None:
     """`Mcp-Param-{Name}` headers for a tool's `x-mcp-header` properties must mirror the arguments
     (streamable-http.mdx:520-560): present when the value is, and equal after decoding."""
     props = input_schema.get("properties") if isinstance(input_schema, dict) else None

@@ -6,7 +6,7 @@ import base64
 import binascii
 import json
 from collections.abc import Sequence
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from .errors import InvalidParams
 
@@ -18,7 +18,7 @@ def encode(kind: str, offset: int) -> str:
     return base64.urlsafe_b64encode(json.dumps([kind, offset]).encode()).decode().rstrip("=")
 
 
-def decode(kind: str, cursor: Any) -> int:
+def decode(kind: str, cursor: object) -> int:
     if cursor is None:
         return 0
     try:
@@ -34,7 +34,7 @@ def decode(kind: str, cursor: Any) -> int:
     return offset
 
 
-def page(kind: str, items: Sequence[T], cursor: Any, size: int = PAGE_SIZE) -> tuple[list[T], str | None]:
+def page(kind: str, items: Sequence[T], cursor: object, size: int = PAGE_SIZE) -> tuple[list[T], str | None]:
     start = decode(kind, cursor)
     if start > len(items):
         raise InvalidParams(f"Invalid cursor for {kind}")

@@ -29,7 +29,7 @@ def binding(method: str, params: dict[str, Any]) -> str:
     return hashlib.sha256(body.encode()).hexdigest()
 
 
-def wrap(key: bytes, upstream_state: Any, bound: str, round_: int, now_ms: int) -> str:
+def wrap(key: bytes, upstream_state: object, bound: str, round_: int, now_ms: int) -> str:
     payload = json.dumps(
         {"u": upstream_state, "b": bound, "r": round_, "x": now_ms + LIFETIME_MS}, separators=(",", ":")
     ).encode()
@@ -37,7 +37,7 @@ def wrap(key: bytes, upstream_state: Any, bound: str, round_: int, now_ms: int) 
     return _b64(payload) + "." + _b64(mac)
 
 
-def unwrap(key: bytes, token: Any, bound: str, now_ms: int) -> tuple[Any, int]:
+def unwrap(key: bytes, token: object, bound: str, now_ms: int) -> tuple[Any, int]:
     """(upstream state, round) of a state mcpx issued for this very call; else -32602."""
     try:
         if not isinstance(token, str):

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
+
+# The two eras mcpx speaks: handshake sessions (2025-11-25 and older) and stateless 2026-07-28.
+Era = Literal["legacy", "modern"]
 
 MODERN = "2026-07-28"
 LEGACY_LATEST = "2025-11-25"
@@ -30,7 +33,7 @@ def is_modern(params: dict[str, Any]) -> bool:
     return isinstance(meta, dict) and META_VERSION in meta
 
 
-def negotiate_legacy(requested: Any) -> str:
+def negotiate_legacy(requested: object) -> str:
     """The version an `initialize` gets: the requested one if we speak it, else our latest."""
     if isinstance(requested, str) and requested in LEGACY_VERSIONS:
         return requested

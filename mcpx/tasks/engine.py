@@ -11,26 +11,27 @@ import contextlib
 import contextvars
 import logging
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
-from dataclasses import replace
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
+from dataclasses import dataclass, replace
 from typing import Any
 
 import anyio
 from anyio.abc import TaskGroup
 
 from ..protocol.errors import INTERNAL_ERROR, InternalError, McpError, UpstreamError
+from ..protocol.revisions import Era
 from .model import (
     CANCELLED,
     COMPLETED,
     FAILED,
     INPUT_REQUIRED,
-    TERMINAL,
     WORKING,
+    Status,
     Task,
     legacy_status_for_result,
     new_task_id,
 )
-from .store import TaskStore
+from .store import StoreError, TaskStore
 
 log = logging.getLogger("mcpx.tasks")
 
@@ -64,17 +65,27 @@ class _Questions:
         self.done = anyio.Event()
 
 
+@dataclass(frozen=True)
+class Outcome:
+    """How a run ended, to be written into its task row."""
+
+    status: Status
+    result: dict[str, Any] | None = None  # the CallToolResult
+    error: dict[str, Any] | None = None  # a JSON-RPC error object
+    message: str | None = None  # the task's status message
+
+
 class Run:
     """One upstream call under the engine: becomes a task when `task_id` is set."""
 
-    def __init__(self, era: str) -> None:
+    def __init__(self, era: Era) -> None:
         self.era = era
         self.scope = anyio.CancelScope()
         self.done = anyio.Event()
         self.task_id: str | None = None
         self.adopted = anyio.Event()  # set once `task_id` names a committed row
         self.upstream_task_id: str | None = None  # the upstream's own task, when the call is one
-        self.outcome: tuple[str, Any, Any, str | None] | None = None
+        self.outcome: Outcome | None = None
         self.result: dict[str, Any] | None = None
         self.exception: BaseException | None = None
         self.taskable = True  # False for a 2026 call that may never become a task
@@ -86,13 +97,17 @@ class TaskEngine:
         self.tg: TaskGroup | None = None
         self.on_change: OnChange | None = None
         self.resume: Resume | None = None
-        self.closing = False  # set by close(): upstream tasks are left running, to be resumed
+        self._closing = anyio.Event()  # set by close(): upstream tasks are left running, to be resumed
         self._scopes: dict[str, anyio.CancelScope] = {}
         self._changed: dict[str, anyio.Event] = {}
         self._waiting: dict[str, _Questions] = {}  # exposed question key -> its asker
         # Every status change re-reads the row and writes under this lock: a cancel and a
         # completion racing each other leave exactly one terminal status (compare-and-set).
         self._transition = anyio.Lock()
+
+    @property
+    def closing(self) -> bool:
+        return self._closing.is_set()
 
     async def start(self, tg: TaskGroup) -> None:
         """Open the store, settle tasks a previous daemon left running, start writer and expiry."""
@@ -144,7 +159,7 @@ class TaskEngine:
         upstream: str,
         tool: str,
         arguments: dict[str, Any],
-        era: str,
+        era: Era,
         ttl_ms: int | None,
         poll_ms: int,
         call: Call,
@@ -174,7 +189,7 @@ class TaskEngine:
         upstream: str,
         tool: str,
         arguments: dict[str, Any],
-        era: str,
+        era: Era,
         ttl_ms: int | None,
         poll_ms: int,
     ) -> Task:
@@ -183,7 +198,7 @@ class TaskEngine:
             new_task_id(), WORKING, t, t, ttl_ms, poll_ms, owner, upstream, tool, arguments, era, owner_info=owner_info
         )
 
-    def begin(self, era: str, call: Callable[[], Awaitable[dict[str, Any]]]) -> Run:
+    def begin(self, era: Era, call: Callable[[], Awaitable[dict[str, Any]]]) -> Run:
         """Start a call that may or may not become a task (2026: the server decides, later)."""
         run = Run(era)
         self._start(run, call)
@@ -200,8 +215,13 @@ class TaskEngine:
         if run.upstream_task_id is not None and run.upstream_task_id != task.upstream_task_id:
             await self._store_upstream_id(task.id, run.upstream_task_id)  # it arrived during the put
         if run.done.is_set() and run.outcome is not None:  # it finished while the row was written
-            await self._finish(task.id, *run.outcome)
+            await self._finish(task.id, run.outcome)
         return task
+
+    def spawn(self, fn: Callable[..., Coroutine[Any, Any, None]], *args: object) -> None:
+        """Run `fn(*args)` in the background under the daemon's task group."""
+        assert self.tg is not None, "engine not started"
+        self.tg.start_soon(fn, *args)
 
     def _start(self, run: Run, call: Callable[[], Awaitable[dict[str, Any]]]) -> None:
         assert self.tg is not None
@@ -223,38 +243,40 @@ class TaskEngine:
                     result = await call()
                     run.result = result
                     status = legacy_status_for_result(result) if run.era == "legacy" else COMPLETED
-                    run.outcome = (status, result, None, "the tool reported an error" if status == FAILED else None)
+                    message = "the tool reported an error" if status == FAILED else None
+                    run.outcome = Outcome(status, result=result, message=message)
                 except UpstreamError as exc:
                     run.exception = exc
-                    run.outcome = (FAILED, None, exc.error, str(exc.error.get("message", "upstream error")))
+                    run.outcome = Outcome(
+                        FAILED, error=exc.error, message=str(exc.error.get("message", "upstream error"))
+                    )
                 except McpError as exc:
                     run.exception = exc
-                    run.outcome = (FAILED, None, exc.to_error(), exc.message)
+                    run.outcome = Outcome(FAILED, error=exc.to_error(), message=exc.message)
                 except Exception as exc:  # the task fails; the daemon does not
                     log.exception("task call crashed")
                     run.exception = exc
-                    run.outcome = (
-                        FAILED,
-                        None,
-                        {"code": INTERNAL_ERROR, "message": f"internal error: {exc}"},
-                        "internal error",
-                    )
+                    error = {"code": INTERNAL_ERROR, "message": f"internal error: {exc}"}
+                    run.outcome = Outcome(FAILED, error=error, message="internal error")
         finally:
             if run.task_id is not None:
                 self._scopes.pop(run.task_id, None)
             run.done.set()
         if run.outcome is not None and run.task_id is not None:
             with anyio.CancelScope(shield=True):
-                await self._finish(run.task_id, *run.outcome)
+                await self._finish(run.task_id, run.outcome)
 
-    async def _finish(self, task_id: str, status: str, result: Any, error: Any, message: str | None) -> None:
+    async def _finish(self, task_id: str, outcome: Outcome) -> None:
         async with self._transition:
             current = await self.store.get(task_id)
             if current is None or current.terminal:
                 return  # cancelled (sticky) or expired meanwhile
+            done = current.move(
+                outcome.status, now_ms(), message=outcome.message, result=outcome.result, error=outcome.error
+            )
             try:
-                await self._save(current.move(status, now_ms(), message=message, result=result, error=error))
-            except Exception as exc:
+                await self._save(done)
+            except StoreError as exc:
                 log.error("task %s: could not record its outcome: %s", task_id, exc)
 
     async def _save(self, task: Task) -> None:
@@ -265,12 +287,13 @@ class TaskEngine:
         if self.on_change is not None:
             try:
                 await self.on_change(task)
-            except Exception:
-                log.debug("task change listener failed", exc_info=True)
+            except Exception:  # a listener (a host's stream) must not undo a committed change
+                log.warning("task %s: change listener failed", task.id, exc_info=True)
 
     async def get(self, task_id: str) -> Task | None:
         task = await self.store.get(task_id)
-        if task is not None and task.expires_ms() is not None and task.expires_ms() <= now_ms():  # type: ignore[operator]
+        expires = task.expires_ms() if task is not None else None
+        if expires is not None and expires <= now_ms():
             return None  # past its TTL: gone, even if the sweeper has not run yet
         return task
 
@@ -345,7 +368,7 @@ class TaskEngine:
             with anyio.CancelScope(shield=True):
                 await self._set(task_id, WORKING)
 
-    async def _set(self, task_id: str, status: str) -> None:
+    async def _set(self, task_id: str, status: Status) -> None:
         async with self._transition:
             current = await self.store.get(task_id)
             if current is not None and not current.terminal and current.status != status:
@@ -389,7 +412,7 @@ class TaskEngine:
         return await self.store.list_owner(owner, after, limit, now_ms=now_ms())
 
     async def _expire_loop(self) -> None:
-        while True:
+        while not self._closing.is_set():
             await anyio.sleep(EXPIRY_EVERY_S)
             try:
                 for task_id in await self.store.expired(now_ms()):
@@ -398,14 +421,13 @@ class TaskEngine:
                     event = self._changed.pop(task_id, None)
                     if event is not None:
                         event.set()
-            except Exception as exc:
-                log.warning("task expiry sweep failed: %s", exc)
+            except Exception as exc:  # noqa: BLE001 - the sweep must outlive any one failure and retry
+                if self._closing.is_set():
+                    return  # the store closed under the sweep: a shutdown, not a failure
+                log.warning("task expiry sweep failed: %s", str(exc) or type(exc).__name__)
 
     async def close(self) -> None:
-        self.closing = True
+        self._closing.set()
         for scope in list(self._scopes.values()):
             scope.cancel()
         await self.store.close()
-
-
-__all__ = ["TERMINAL", "TaskEngine", "replace"]

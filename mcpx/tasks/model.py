@@ -9,15 +9,18 @@ from __future__ import annotations
 import secrets
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Literal
 
-WORKING = "working"
-INPUT_REQUIRED = "input_required"
-COMPLETED = "completed"
-FAILED = "failed"
-CANCELLED = "cancelled"
-TERMINAL = frozenset({COMPLETED, FAILED, CANCELLED})
-_ALLOWED = {
+from ..protocol.revisions import Era
+
+Status = Literal["working", "input_required", "completed", "failed", "cancelled"]
+WORKING: Status = "working"
+INPUT_REQUIRED: Status = "input_required"
+COMPLETED: Status = "completed"
+FAILED: Status = "failed"
+CANCELLED: Status = "cancelled"
+TERMINAL: frozenset[Status] = frozenset({COMPLETED, FAILED, CANCELLED})
+_ALLOWED: dict[Status, set[Status]] = {
     WORKING: {INPUT_REQUIRED, COMPLETED, FAILED, CANCELLED},
     INPUT_REQUIRED: {WORKING, COMPLETED, FAILED, CANCELLED},
 }
@@ -35,7 +38,7 @@ def new_task_id() -> str:
 @dataclass(frozen=True)
 class Task:
     id: str
-    status: str
+    status: Status
     created_ms: int
     updated_ms: int
     ttl_ms: int | None
@@ -44,7 +47,7 @@ class Task:
     upstream: str
     tool: str
     arguments: dict[str, Any] = field(default_factory=dict)
-    era: str = "legacy"  # the era of the host that created it: its wire rules apply
+    era: Era = "legacy"  # the era of the host that created it: its wire rules apply
     status_message: str | None = None
     result: dict[str, Any] | None = None  # the CallToolResult, as the upstream sent it
     error: dict[str, Any] | None = None  # a JSON-RPC error object
@@ -63,7 +66,7 @@ class Task:
 
     def move(
         self,
-        status: str,
+        status: Status,
         now_ms: int,
         *,
         message: str | None = None,
@@ -116,6 +119,6 @@ def modern_task(task: Task) -> dict[str, Any]:
     return _wire(task, "ttlMs", "pollIntervalMs")
 
 
-def legacy_status_for_result(result: dict[str, Any]) -> str:
+def legacy_status_for_result(result: dict[str, Any]) -> Status:
     """2025-11-25: a CallToolResult with isError puts the task in `failed` (tasks.mdx:721,839)."""
     return FAILED if result.get("isError") is True else COMPLETED

@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import json
 import logging
-from dataclasses import asdict
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 import aiosqlite
 import anyio
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from .model import TERMINAL, Task
 
@@ -74,12 +75,22 @@ def _task(body: str) -> Task:
     return Task(**json.loads(body))
 
 
+@dataclass
+class _Write:
+    """One queued statement and the waiter the writer wakes once its batch committed (or failed)."""
+
+    sql: str
+    args: tuple[Any, ...]
+    done: anyio.Event = field(default_factory=anyio.Event)
+    error: Exception | None = None
+
+
 class TaskStore:
     def __init__(self, path: Path) -> None:
         self.path = path
         self.db: aiosqlite.Connection | None = None
-        self._send: Any = None
-        self._recv: Any = None
+        self._send: MemoryObjectSendStream[_Write] | None = None
+        self._recv: MemoryObjectReceiveStream[_Write] | None = None
 
     async def open(self) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -88,43 +99,47 @@ class TaskStore:
         await self.db.execute("PRAGMA synchronous=NORMAL")  # WAL + NORMAL: durable across process crashes
         await self.db.executescript(_SCHEMA)
         await self.db.commit()
-        self._send, self._recv = anyio.create_memory_object_stream[tuple[str, Any, Any]](max_buffer_size=10_000)
+        self._send, self._recv = anyio.create_memory_object_stream[_Write](max_buffer_size=10_000)
 
     async def run_writer(self) -> None:
         """The one writer: drains queued writes, runs them in one transaction, wakes every waiter."""
-        assert self.db is not None
-        async with self._recv:
-            async for first in self._recv:
+        assert self.db is not None and self._recv is not None
+        recv = self._recv
+        async with recv:
+            async for first in recv:
                 batch = [first]
                 while len(batch) < BATCH_MAX:
                     try:
-                        batch.append(self._recv.receive_nowait())
+                        batch.append(recv.receive_nowait())
                     except anyio.WouldBlock:
                         break
                 error: Exception | None = None
                 try:
-                    for sql, args, _done in batch:
-                        await self.db.execute(sql, args)
+                    for write in batch:
+                        await self.db.execute(write.sql, write.args)
                     await self.db.commit()
-                except Exception as exc:  # the whole batch failed: every waiter learns it
+                except Exception as exc:  # noqa: BLE001 - whatever failed the batch, every waiter must learn it
                     error = exc
                     log.error("task store write failed: %s", exc)
                     try:
                         await self.db.rollback()
-                    except Exception:
-                        pass
-                for _sql, _args, done in batch:
-                    done["error"] = error
-                    done["event"].set()
+                    except Exception as rollback_exc:  # noqa: BLE001 - the batch already failed; this is its aftermath
+                        log.warning("task store rollback after a failed write also failed: %s", rollback_exc)
+                for write in batch:
+                    write.error = error
+                    write.done.set()
 
     async def _write(self, sql: str, args: tuple[Any, ...]) -> None:
         if self._send is None:
             raise StoreError("task store is not open")
-        done: dict[str, Any] = {"event": anyio.Event(), "error": None}
-        await self._send.send((sql, args, done))
-        await done["event"].wait()
-        if done["error"] is not None:
-            raise StoreError(f"task store write failed: {done['error']}")
+        write = _Write(sql, args)
+        try:
+            await self._send.send(write)
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+            raise StoreError("task store is closed") from None
+        await write.done.wait()
+        if write.error is not None:
+            raise StoreError(f"task store write failed: {write.error}")
 
     async def put(self, task: Task) -> None:
         await self._write("INSERT OR REPLACE INTO tasks VALUES (?,?,?,?,?,?,?,?,?,?,?,?)", _row(task))

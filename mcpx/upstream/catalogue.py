@@ -70,6 +70,8 @@ def template_matches(template: str, uri: str) -> bool:
     return re.fullmatch(pattern, uri) is not None
 
 
-def valid_items(kind: str, items: Any) -> list[dict[str, Any]]:
+def valid_items(kind: str, items: object) -> list[dict[str, Any]]:
     field = KINDS[kind][2]
-    return [i for i in items or [] if isinstance(i, dict) and isinstance(i.get(field), str)]
+    if not isinstance(items, list):
+        return []  # a broken upstream's list is no list at all
+    return [i for i in items if isinstance(i, dict) and isinstance(i.get(field), str)]

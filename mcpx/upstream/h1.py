@@ -204,9 +204,8 @@ class Response:
             raise ConnectionFailed("server closed the connection inside a chunk")
         piece, conn.buf = conn.buf[: self._remaining], conn.buf[self._remaining :]
         self._remaining -= len(piece)
-        if self._remaining == 0:
-            if await self._line():
-                raise ConnectionFailed("chunk data longer than its size")
+        if self._remaining == 0 and await self._line():
+            raise ConnectionFailed("chunk data longer than its size")
         return piece
 
     async def _line(self) -> bytes:

@@ -11,19 +11,21 @@ import base64
 import json
 import logging
 import re
-from collections.abc import Awaitable, Callable
-from typing import Any
+from collections.abc import AsyncIterator, Callable
+from typing import Any, Literal
 
 import anyio
 import httpx
 
 from ..config import ServerConfig
 from ..protocol.errors import UPSTREAM_UNAVAILABLE
+from ..protocol.jsonrpc import Id
+from ..protocol.revisions import Era
 from . import h1
+from .transport import Feed
 
 log = logging.getLogger("mcpx.upstream")
 
-Feed = Callable[[dict[str, Any], Any], Awaitable[None]]
 _SAFE = re.compile(r"[\x20-\x7e]*")
 CONNECT_TIMEOUT_S = 30.0
 LISTEN_CONNECT_TIMEOUT_S = 10.0
@@ -39,7 +41,7 @@ def header_value(value: str) -> str:
     return "=?base64?" + base64.b64encode(value.encode()).decode() + "?="
 
 
-async def iter_sse(resp: httpx.Response | h1.Response) -> Any:
+async def iter_sse(resp: httpx.Response | h1.Response) -> AsyncIterator[Any]:
     """Yield the JSON payload of every `data:` event in an SSE response."""
     data: list[str] = []
     async for line in resp.aiter_lines():
@@ -65,19 +67,19 @@ async def iter_sse(resp: httpx.Response | h1.Response) -> Any:
 
 
 class HttpTransport:
-    kind = "http"
+    kind: Literal["stdio", "http"] = "http"
 
     def __init__(self, name: str, cfg: ServerConfig) -> None:
         self.name = name
         self.cfg = cfg
         self.http = h1.Client(cfg.url or "", connect_timeout=CONNECT_TIMEOUT_S)
         self.closed = anyio.Event()
-        self.era: str | None = None  # set by the session once probed
+        self.era: Era | None = None  # set by the session once probed
         self.revision: str | None = None
         self.session_id: str | None = None
         self._tg: anyio.abc.TaskGroup | None = None
         self._feed: Feed | None = None
-        self._streams: dict[Any, anyio.CancelScope] = {}
+        self._streams: dict[Id, anyio.CancelScope] = {}
 
     async def run(self, feed: Feed, started: Callable[[], None]) -> None:
         self._feed = feed
@@ -130,7 +132,7 @@ class HttpTransport:
             # Notifications and our replies to server requests: a POST answered 202.
             await self._post_simple(msg)
 
-    async def abort(self, request_id: Any) -> None:
+    async def abort(self, request_id: Id) -> None:
         """Closing a request's response stream is how a modern client cancels it."""
         scope = self._streams.pop(request_id, None)
         if scope is not None:
@@ -223,5 +225,5 @@ def _encode(msg: dict[str, Any]) -> bytes:
     return json.dumps(msg, separators=(",", ":")).encode()
 
 
-def _error(rid: Any, message: str) -> dict[str, Any]:
+def _error(rid: Id, message: str) -> dict[str, Any]:
     return {"jsonrpc": "2.0", "id": rid, "error": {"code": UPSTREAM_UNAVAILABLE, "message": message}}

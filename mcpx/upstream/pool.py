@@ -4,19 +4,22 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
-from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, Literal
 
 import anyio
+from anyio.abc import TaskGroup, TaskStatus
 
 from ..config import Config, ServerConfig
+from ..protocol import jsonrpc
 from ..protocol.errors import InvalidParams, McpError, UpstreamError, UpstreamUnavailable
 from .catalogue import CHANGED, KINDS, Naming, template_matches, valid_items
 from .http import HttpTransport
 from .session import UpstreamSession
 from .stdio import StdioTransport
+from .transport import Transport
 
 log = logging.getLogger("mcpx.upstream")
 
@@ -25,6 +28,9 @@ BACKOFF_CAP_S = 30.0
 STABLE_AFTER_S = 30.0  # an upstream that ran this long starts its backoff afresh
 READY_WAIT_S = 10.0
 RESTART_WAIT_S = 2.0
+UpstreamState = Literal["starting", "ready", "restarting", "down", "stopped"]
+OnListChanged = Callable[["UpstreamServer", tuple[str, ...]], Awaitable[None]]
+OnResourceUpdated = Callable[["UpstreamServer", str], Awaitable[None]]  # (server, the upstream's uri)
 
 
 class RestartBackoff:
@@ -76,19 +82,34 @@ class UpstreamServer:
         self.namespace = namespace
         self.log_dir = log_dir
         self.session: UpstreamSession | None = None
-        self.state = "starting"
+        self._state: UpstreamState = "starting"
+        self.first_attempt = anyio.Event()  # set once its first start succeeded or failed
         self.last_error: str | None = None
         self.restarts = 0
         self.lists: dict[str, list[dict[str, Any]]] = {kind: [] for kind in KINDS}
         self.naming = Naming(namespace)
-        self.on_change: Any = None  # async (server, kinds) -> None, set by the pool
+        self.on_change: OnListChanged | None = None  # set by the daemon
         self._ready = anyio.Event()
-        self._stopping = False
-        self._transport: Any = None
+        self._stop = anyio.Event()
+        self._transport: Transport | None = None
         self._last_capabilities: dict[str, Any] = {}
         self.watched: dict[str, int] = {}  # upstream URIs hosts subscribed to -> how many
         self._watch_changed = anyio.Event()
-        self.on_resource_updated: Any = None  # async (server, upstream uri) -> None
+        self.on_resource_updated: OnResourceUpdated | None = None
+
+    @property
+    def state(self) -> UpstreamState:
+        return self._state
+
+    @state.setter
+    def state(self, value: UpstreamState) -> None:
+        self._state = value
+        if value != "starting":
+            self.first_attempt.set()
+
+    @property
+    def _stopping(self) -> bool:
+        return self._stop.is_set()
 
     async def run(self) -> None:
         backoff = RestartBackoff()
@@ -99,14 +120,14 @@ class UpstreamServer:
             except Exception as exc:  # noqa: BLE001 - one upstream's failure never takes the daemon down
                 self.last_error = _describe(exc)
                 log.warning("upstream %s failed: %s", self.key, self.last_error)
-            if self._stopping:
+            if self._stop.is_set():
                 break
             self.state = "restarting"
             await self._sleep(backoff.delay(self._clock() - started_at))
             self.restarts += 1
 
     async def _run_once(self) -> None:
-        transport: Any
+        transport: Transport
         if self.cfg.transport == "stdio":
             transport = StdioTransport(self.key, self.cfg, self.log_dir)
         else:
@@ -123,11 +144,7 @@ class UpstreamServer:
             except BaseException:
                 await transport.close()
                 raise
-            if (
-                hasattr(transport, "open_listen_stream")
-                and session.era == "legacy"
-                and (session.capabilities.get("tools") or {}).get("listChanged")
-            ):
+            if session.era == "legacy" and (session.capabilities.get("tools") or {}).get("listChanged"):
                 await transport.open_listen_stream()
             self.session = session
             self._last_capabilities = session.capabilities
@@ -146,7 +163,7 @@ class UpstreamServer:
                 await self.on_change(self, tuple(KINDS))  # a restarted upstream may list other things
             await transport.closed.wait()
             tg.cancel_scope.cancel()
-        code = getattr(transport, "returncode", None)
+        code = transport.returncode
         reason = (
             f"upstream {self.key!r} exited" + (f" with code {code}" if code is not None else "")
             if self.cfg.transport == "stdio"
@@ -156,7 +173,9 @@ class UpstreamServer:
         if not self._stopping:
             raise RuntimeError(reason)
 
-    async def _run_transport(self, transport: Any, session: UpstreamSession, *, task_status: Any) -> None:
+    async def _run_transport(
+        self, transport: Transport, session: UpstreamSession, *, task_status: TaskStatus[None]
+    ) -> None:
         try:
             await transport.run(session.feed, task_status.started)
         finally:
@@ -197,42 +216,44 @@ class UpstreamServer:
             if not filt:
                 await self._watch_changed.wait()
                 continue
-            ended = anyio.Event()
-            refused = False
-
-            async def listen() -> None:
-                nonlocal refused
-                try:
-                    await session.request(
-                        "subscriptions/listen",
-                        session.shape_params({"notifications": filt}, client_caps={}, log_level=None),
-                        on_notify=self._listen_note,
-                    )
-                except UpstreamError as exc:
-                    refused = exc.error.get("code") == -32601
-                except McpError:
-                    pass
-                ended.set()
-
-            changed = self._watch_changed
-            async with anyio.create_task_group() as tg:
-
-                async def on_change() -> None:
-                    await changed.wait()
-                    ended.set()
-
-                tg.start_soon(listen)
-                tg.start_soon(on_change)
-                await ended.wait()  # the stream ended, or the filter changed: reopen it
-                tg.cancel_scope.cancel()
-            if refused:
+            if await self._listen_once(session, filt, self._watch_changed):
                 return  # the upstream offers no listen: nothing to reopen
             await anyio.sleep(0.2)
+
+    async def _listen_once(self, session: UpstreamSession, filt: dict[str, Any], changed: anyio.Event) -> bool:
+        """One listen stream, until it ends or the filter changes; True when the upstream refused it."""
+        ended = anyio.Event()
+        refused = False
+
+        async def listen() -> None:
+            nonlocal refused
+            try:
+                await session.request(
+                    "subscriptions/listen",
+                    session.shape_params({"notifications": filt}, client_caps={}, log_level=None),
+                    on_notify=self._listen_note,
+                )
+            except UpstreamError as exc:
+                refused = exc.error.get("code") == -32601
+            except McpError as exc:
+                log.info("upstream %s: listen stream ended: %s", self.key, exc)
+            ended.set()
+
+        async def on_change() -> None:
+            await changed.wait()
+            ended.set()
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(listen)
+            tg.start_soon(on_change)
+            await ended.wait()  # the stream ended, or the filter changed: reopen it
+            tg.cancel_scope.cancel()
+        return refused
 
     async def _listen_note(self, msg: dict[str, Any]) -> None:
         """A change on the listen stream (HTTP: it arrives as this request's notification)."""
         method = msg.get("method")
-        params = msg.get("params") if isinstance(msg.get("params"), dict) else {}
+        params = jsonrpc.as_object(msg.get("params"))
         session = self.session
         if isinstance(method, str) and session is not None and session.tg is not None:
             session.tg.start_soon(self._on_event, method, params)  # never on the reader
@@ -240,7 +261,7 @@ class UpstreamServer:
     async def _subscribe_legacy(self, session: UpstreamSession, method: str, uri: str) -> None:
         try:
             await session.request(method, {"uri": uri}, timeout=30)
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - a failed subscription is reported, never fatal
             log.warning("upstream %s: %s %s failed: %s", self.key, method, uri, exc)
 
     async def watch(self, uri: str) -> None:
@@ -281,7 +302,7 @@ class UpstreamServer:
             for kind in kinds:
                 try:
                     self.lists[kind] = await self._fetch(session, kind)
-                except Exception as exc:
+                except Exception as exc:  # noqa: BLE001 - keep the old list; the next change retries
                     log.warning("upstream %s: %s after list_changed failed: %s", self.key, KINDS[kind][0], exc)
             if self.on_change is not None:
                 await self.on_change(self, kinds)
@@ -325,7 +346,7 @@ class UpstreamServer:
         return self.session
 
     async def stop(self) -> None:
-        self._stopping = True
+        self._stop.set()
         if self._transport is not None:
             await self._transport.close()
 
@@ -344,7 +365,7 @@ class UpstreamPool:
             key: UpstreamServer(key, cfg, config.namespace_of(key), log_dir) for key, cfg in config.mcpServers.items()
         }
 
-    async def run(self, tg: anyio.abc.TaskGroup) -> None:
+    async def run(self, tg: TaskGroup) -> None:
         for server in self.servers.values():
             tg.start_soon(server.run)
 
@@ -352,8 +373,7 @@ class UpstreamPool:
         """Give every upstream a bounded chance to come up, so a first tools/list is complete."""
         with anyio.move_on_after(wait):
             for server in self.servers.values():
-                while server.state == "starting":
-                    await anyio.sleep(0.02)
+                await server.first_attempt.wait()
 
     def listing(self, kind: str) -> list[Route]:
         """Stable order: servers in config order, each server's items in its own order."""
@@ -373,7 +393,7 @@ class UpstreamPool:
     def catalogue(self) -> list[Route]:
         return self.listing("tools")
 
-    def resolve(self, exposed: Any, kind: str = "tools") -> Route:
+    def resolve(self, exposed: object, kind: str = "tools") -> Route:
         """The upstream behind an exposed tool or prompt name."""
         what = "tool" if kind == "tools" else "prompt"
         if not isinstance(exposed, str):
@@ -389,7 +409,7 @@ class UpstreamPool:
                 )
         raise InvalidParams(f"Unknown {what}: {exposed}")
 
-    def resolve_uri(self, exposed: Any) -> tuple[UpstreamServer, str]:
+    def resolve_uri(self, exposed: object) -> tuple[UpstreamServer, str]:
         """The upstream (and its own URI) behind an exposed resource URI."""
         if not isinstance(exposed, str):
             raise InvalidParams("params.uri must be a string")

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import itertools
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 import anyio
+from anyio.abc import TaskGroup
 
 from .. import __version__
 from ..protocol import jsonrpc
@@ -27,7 +28,9 @@ from ..protocol.revisions import (
     META_VERSION,
     MODERN,
     UNSUPPORTED_CODE,
+    Era,
 )
+from .transport import Transport
 
 log = logging.getLogger("mcpx.upstream")
 
@@ -37,22 +40,15 @@ PROBE_TIMEOUT_S = {"stdio": 15.0, "http": 5.0}
 INIT_TIMEOUT_S = 20.0
 CLIENT_INFO = {"name": "mcpx", "version": __version__}
 OnNotify = Callable[[dict[str, Any]], Awaitable[None]]
-
-
-class Transport(Protocol):
-    kind: str
-    closed: anyio.Event
-    era: str | None
-
-    async def send(self, msg: dict[str, Any]) -> None: ...
-    async def abort(self, request_id: Any) -> None: ...
+# A notification the upstream sent outside any request (list_changed, resources/updated).
+OnEvent = Callable[[str, dict[str, Any]], Coroutine[Any, Any, None]]
 
 
 OnRequest = Callable[[str, dict[str, Any]], Awaitable[dict[str, Any]]]
 # Requests a server may send mid-call; mcpx relays them to whoever made the call.
 _CALL_METHODS = frozenset({"tools/call", "prompts/get", "resources/read", "tasks/result"})
 # What mcpx declares to handshake upstreams: it can relay these to hosts that declared them.
-RELAYED_CLIENT_CAPS = {"elicitation": {}, "sampling": {}, "roots": {}}
+RELAYED_CLIENT_CAPS: dict[str, dict[str, Any]] = {"elicitation": {}, "sampling": {}, "roots": {}}
 
 
 @dataclass
@@ -66,25 +62,24 @@ class _Pending:
 
 
 class UpstreamSession:
-    def __init__(
-        self, name: str, transport: Any, on_event: Callable[[str, dict[str, Any]], Awaitable[None]] | None = None
-    ) -> None:
+    def __init__(self, name: str, transport: Transport, on_event: OnEvent | None = None) -> None:
         self.name = name
         self.transport = transport
         self.on_event = on_event
-        self.era: str | None = None
+        self.era: Era | None = None
         self.revision: str | None = None
         self.server_info: dict[str, Any] = {}
         self.capabilities: dict[str, Any] = {}
         self.instructions: str | None = None
         self._ids = itertools.count(1)
-        self._pending: dict[Any, _Pending] = {}
-        self._progress: dict[str, tuple[Any, OnNotify]] = {}
+        self._pending: dict[jsonrpc.Id, _Pending] = {}
+        # our progress token -> (the host's own token, where its progress goes)
+        self._progress: dict[str, tuple[object, OnNotify]] = {}
         self.dead_reason: str | None = None
-        self.tg: Any = None  # where server-to-client requests are answered (set by the pool)
+        self.tg: TaskGroup | None = None  # where server-to-client requests are answered (set by the pool)
 
     # ---- inbound -------------------------------------------------------------------------
-    async def feed(self, msg: dict[str, Any], related_id: Any) -> None:
+    async def feed(self, msg: dict[str, Any], related_id: jsonrpc.Id | None) -> None:
         if "method" in msg:
             if "id" in msg:
                 if self.tg is not None:
@@ -94,15 +89,16 @@ class UpstreamSession:
             else:
                 await self._notification(msg, related_id)
             return
-        slot = self._pending.get(msg.get("id"))
+        rid = msg.get("id")
+        slot = self._pending.get(rid) if isinstance(rid, (str, int)) else None
         if slot is None:
             return  # a late reply to a call we abandoned
         slot.reply = msg
         slot.done.set()
 
-    async def _notification(self, msg: dict[str, Any], related_id: Any) -> None:
+    async def _notification(self, msg: dict[str, Any], related_id: jsonrpc.Id | None) -> None:
         method = msg.get("method")
-        params = msg.get("params") if isinstance(msg.get("params"), dict) else {}
+        params = jsonrpc.as_object(msg.get("params"))
         if method == "notifications/progress":
             route = self._progress.get(str(params.get("progressToken")))
             if route is not None:
@@ -113,9 +109,9 @@ class UpstreamSession:
             return
         if related_id is not None and related_id in self._pending:
             # Arrived on the response stream of one request (HTTP): it belongs to that request.
-            cb = self._pending[related_id].on_notify
-            if cb is not None:
-                await _safe(cb, msg)
+            on_notify = self._pending[related_id].on_notify
+            if on_notify is not None:
+                await _safe(on_notify, msg)
             return
         if method == "notifications/message":
             # A 2026 server logs only for requests that asked (logLevel); on stdio the message names
@@ -133,9 +129,9 @@ class UpstreamSession:
             else:
                 await self.on_event(method, params)
 
-    async def _server_request(self, msg: dict[str, Any], related_id: Any) -> None:
+    async def _server_request(self, msg: dict[str, Any], related_id: jsonrpc.Id | None) -> None:
         method = msg.get("method")
-        params = msg.get("params") if isinstance(msg.get("params"), dict) else {}
+        params = jsonrpc.as_object(msg.get("params"))
         slot = self._pending.get(related_id) if related_id is not None else None
         if slot is None:
             # Over stdio a request names no call. It is attached only when that is certain: exactly
@@ -151,7 +147,8 @@ class UpstreamSession:
                 reply = jsonrpc.error(msg["id"], exc.to_error())
             except UpstreamError as exc:  # the host's own JSON-RPC error, passed back
                 reply = jsonrpc.error(msg["id"], exc.error)
-            except Exception as exc:
+            except Exception as exc:  # noqa: BLE001 - whatever failed, the upstream gets an answer, not silence
+                log.warning("upstream %s: answering its %s failed: %s", self.name, method, exc)
                 reply = jsonrpc.error(msg["id"], {"code": -32603, "message": f"mcpx could not get an answer: {exc}"})
         else:
             reply = jsonrpc.error(
@@ -161,7 +158,7 @@ class UpstreamSession:
         try:
             await self.transport.send(reply)
         except ConnectionError:
-            pass
+            log.info("upstream %s went away before mcpx answered its %s", self.name, method)
 
     def fail_all(self, reason: str) -> None:
         self.dead_reason = reason
@@ -228,7 +225,7 @@ class UpstreamSession:
             )
         return res
 
-    async def _cancel_upstream(self, rid: Any, reason: str) -> None:
+    async def _cancel_upstream(self, rid: jsonrpc.Id, reason: str) -> None:
         with anyio.CancelScope(shield=True), anyio.move_on_after(2):
             if not (self.era == "modern" and self.transport.kind == "http"):
                 try:
@@ -238,7 +235,7 @@ class UpstreamSession:
                         )
                     )
                 except ConnectionError:
-                    pass
+                    log.debug("upstream %s gone: the cancel of request %s has nobody to reach", self.name, rid)
             # A modern HTTP server reads a closed stream as the cancel; for others it just frees it.
             await self.transport.abort(rid)
 
@@ -284,7 +281,7 @@ class UpstreamSession:
                 self._adopt_modern(res)
                 return
         except UpstreamError as exc:
-            data = exc.error.get("data") if isinstance(exc.error.get("data"), dict) else {}
+            data = jsonrpc.as_object(exc.error.get("data"))
             if exc.error.get("code") == UNSUPPORTED_CODE and MODERN in (data.get("supported") or []):
                 raise UpstreamUnavailable(f"upstream {self.name!r} rejected {MODERN} although it lists it") from None
         except TimeoutError:
@@ -302,8 +299,7 @@ class UpstreamSession:
             raise UpstreamUnavailable(f"upstream {self.name!r} offered protocol {version!r}, which mcpx does not speak")
         self.revision = version
         self.transport.era = "legacy"
-        if hasattr(self.transport, "revision"):
-            self.transport.revision = version
+        self.transport.revision = version
         self.server_info = res.get("serverInfo") or {}
         self.capabilities = res.get("capabilities") or {}
         self.instructions = res.get("instructions")

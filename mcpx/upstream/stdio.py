@@ -7,25 +7,27 @@ import logging
 import os
 import signal
 import subprocess
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import anyio
 from anyio.abc import Process
 
 from ..config import ServerConfig
+from ..protocol.jsonrpc import Id
+from ..protocol.revisions import Era
+from .transport import Feed
 
 log = logging.getLogger("mcpx.upstream")
 
-Feed = Callable[[dict[str, Any], Any], Awaitable[None]]
 # Bounded, staged stop: polite first (EOF on stdin), then the whole process group.
 STOP_GRACE_S = 2.0
 MAX_LINE = 64 * 1024 * 1024
 
 
 class StdioTransport:
-    kind = "stdio"
+    kind: Literal["stdio", "http"] = "stdio"
 
     def __init__(self, name: str, cfg: ServerConfig, log_dir: Path) -> None:
         self.name = name
@@ -34,13 +36,16 @@ class StdioTransport:
         self.proc: Process | None = None
         self._write_lock = anyio.Lock()
         self.closed = anyio.Event()
+        self.era: Era | None = None
+        self.revision: str | None = None
 
     async def run(self, feed: Feed, started: Callable[[], None]) -> None:
         """Start the child, feed every line it writes, return when it exits."""
         env = dict(os.environ)
         env.update(self.cfg.env)
         self.log_dir.mkdir(parents=True, exist_ok=True)
-        stderr = open(self.log_dir / f"{self.name}.stderr.log", "ab")
+        # Blocking, but a local append-open; the handle lives as long as the child (closed below).
+        stderr = open(self.log_dir / f"{self.name}.stderr.log", "ab")  # noqa: ASYNC230, SIM115
         try:
             self.proc = await anyio.open_process(
                 [self.cfg.command or "", *self.cfg.args],
@@ -91,8 +96,11 @@ class StdioTransport:
             except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError) as exc:
                 raise ConnectionError(f"write failed: {exc}") from None
 
-    async def abort(self, request_id: Any) -> None:
+    async def abort(self, request_id: Id) -> None:
         """stdio has no per-request stream to close; cancellation is the notification alone."""
+
+    async def open_listen_stream(self) -> None:
+        """Everything a stdio server pushes already arrives on its one stdout."""
 
     @property
     def returncode(self) -> int | None:
@@ -106,8 +114,8 @@ class StdioTransport:
             if proc.stdin is not None:
                 try:
                     await proc.stdin.aclose()
-                except Exception:  # already broken: go on to signals
-                    pass
+                except (OSError, anyio.BrokenResourceError, anyio.ClosedResourceError) as exc:
+                    log.debug("upstream %s: stdin already broken (%s); going on to signals", self.name, exc)
             if await _wait(proc, STOP_GRACE_S):
                 return
             _killpg(proc.pid, signal.SIGTERM)

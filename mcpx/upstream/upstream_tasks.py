@@ -31,12 +31,18 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
 
 from ..protocol.errors import INTERNAL_ERROR, INVALID_PARAMS, InternalError, UpstreamError, UpstreamUnavailable
-from ..protocol.revisions import META_RELATED_TASK, TASKS_EXTENSION
+from ..protocol.revisions import META_RELATED_TASK, TASKS_EXTENSION, Era
+from .session import OnNotify, OnRequest
+
+if TYPE_CHECKING:
+    from ..tasks.engine import Resume, TaskEngine
+    from ..tasks.model import Task
+    from .pool import UpstreamPool, UpstreamServer
 
 log = logging.getLogger("mcpx.upstream")
 
@@ -49,14 +55,36 @@ OUTAGE_S = 60.0  # how long polling waits for a lost upstream to come back befor
 CANCEL_TIMEOUT_S = 5.0
 MAX_INPUT_ROUNDS = 32
 
-GetSession = Callable[[], Awaitable[Any]]
+
+class TaskSession(Protocol):
+    """What the routines need of an upstream session (UpstreamSession; a plain fake in unit tests)."""
+
+    era: Era | None
+    capabilities: dict[str, Any]
+
+    async def request(
+        self,
+        method: str,
+        params: dict[str, Any] | None = None,
+        *,
+        on_notify: OnNotify | None = None,
+        on_request: OnRequest | None = None,
+        timeout: float | None = None,
+    ) -> dict[str, Any]: ...
+
+    def shape_params(
+        self, params: dict[str, Any], *, client_caps: dict[str, Any] | None, log_level: str | None
+    ) -> dict[str, Any]: ...
+
+
+GetSession = Callable[[], Awaitable[TaskSession]]
 OnTaskId = Callable[[str], Awaitable[None]]
 # Questions of a 2026 upstream task (its `inputRequests`, by key) -> the answers, by the same keys.
 OnInput = Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]
 Sleep = Callable[[float], Awaitable[None]]
 
 
-def _dig(obj: Any, *keys: str) -> Any:
+def _dig(obj: object, *keys: str) -> Any:
     for key in keys:
         if not isinstance(obj, dict):
             return None
@@ -64,7 +92,7 @@ def _dig(obj: Any, *keys: str) -> Any:
     return obj
 
 
-def upstream_tool(server: Any, name: str) -> dict[str, Any] | None:
+def upstream_tool(server: UpstreamServer, name: str) -> dict[str, Any] | None:
     """The upstream's own declaration of one of its tools (`lists["tools"]`, unrenamed)."""
     for tool in server.lists.get("tools") or []:
         if isinstance(tool, dict) and tool.get("name") == name:
@@ -72,7 +100,7 @@ def upstream_tool(server: Any, name: str) -> dict[str, Any] | None:
     return None
 
 
-def task_capable(session: Any, tool: dict[str, Any] | None) -> bool:
+def task_capable(session: TaskSession, tool: dict[str, Any] | None) -> bool:
     """Whether this upstream may be asked to run this tool as a task."""
     support = _dig(tool, "execution", "taskSupport")
     if session.era == "legacy":
@@ -95,7 +123,7 @@ def with_extension(client_caps: dict[str, Any] | None) -> dict[str, Any]:
 
 
 def task_call_params(
-    session: Any,
+    session: TaskSession,
     params: dict[str, Any],
     *,
     ttl_ms: int | None,
@@ -110,12 +138,12 @@ def task_call_params(
     return out
 
 
-def tasks_params(session: Any, params: dict[str, Any]) -> dict[str, Any]:
+def tasks_params(session: TaskSession, params: dict[str, Any]) -> dict[str, Any]:
     """Params of a tasks/* request: modern ones carry the full `_meta` with the extension declared."""
     return session.shape_params(params, client_caps=with_extension(None), log_level=None)
 
 
-def created_task(session: Any, res: dict[str, Any]) -> dict[str, Any] | None:
+def created_task(session: TaskSession, res: dict[str, Any]) -> dict[str, Any] | None:
     """The Task if `res` is a CreateTaskResult, else None (an inline result or an MRTR round)."""
     if session.era == "modern":
         if res.get("resultType") != "task":
@@ -149,7 +177,7 @@ def poll_delay(task: dict[str, Any] | None, attempt: int | None = None) -> float
         suggested = min(POLL_MAX_S, max(POLL_MIN_S, ms / 1000))
     if attempt is None:
         return suggested
-    return min(suggested, POLL_MIN_S * 2 ** min(attempt, 16))
+    return min(suggested, POLL_MIN_S * 2.0 ** min(attempt, 16))
 
 
 def _strip_related(res: dict[str, Any]) -> dict[str, Any]:
@@ -172,7 +200,7 @@ class Follower:
         get_session: GetSession,
         task_id: str,
         *,
-        on_request: Any = None,
+        on_request: OnRequest | None = None,
         on_input: OnInput | None = None,
         keep_upstream: Callable[[], bool] = lambda: False,
         sleep: Sleep = anyio.sleep,
@@ -189,8 +217,13 @@ class Follower:
         self._answered: set[str] = set()
 
     async def _request(
-        self, method: str, params: dict[str, Any], *, timeout: float | None = REQUEST_TIMEOUT_S, on_request: Any = None
-    ) -> tuple[Any, dict[str, Any]]:
+        self,
+        method: str,
+        params: dict[str, Any],
+        *,
+        timeout: float | None = REQUEST_TIMEOUT_S,
+        on_request: OnRequest | None = None,
+    ) -> tuple[TaskSession, dict[str, Any]]:
         """One tasks/* request, retried while the upstream is away (up to `outage_s`)."""
         lost_at: float | None = None
         while True:
@@ -227,11 +260,11 @@ class Follower:
                     "tasks/cancel", tasks_params(session, {"taskId": self.task_id}), timeout=CANCEL_TIMEOUT_S
                 )
                 log.info("upstream task %s: cancel sent", self.task_id)
-            except Exception as exc:  # already terminal (-32602), or gone: nothing more to stop
+            except Exception as exc:  # noqa: BLE001 - already terminal (-32602), or gone: nothing more to stop
                 log.info("upstream task %s: tasks/cancel answered %s", self.task_id, exc)
 
     async def _follow(self, task: dict[str, Any] | None) -> dict[str, Any]:
-        session: Any = None
+        session: TaskSession | None = None
         polls = 0
         while True:
             if task is None:
@@ -260,7 +293,7 @@ class Follower:
             polls += 1
             task = None
 
-    async def _blocking_result(self, session: Any) -> dict[str, Any]:
+    async def _blocking_result(self, session: TaskSession) -> dict[str, Any]:
         _, res = await self._request("tasks/result", {"taskId": self.task_id}, timeout=None, on_request=self.on_request)
         _, task = await self._request("tasks/get", {"taskId": self.task_id})
         return self._legacy_outcome(task, res)
@@ -281,7 +314,7 @@ class Follower:
         self._answered.update(fresh)
         await self._request("tasks/update", {"taskId": self.task_id, "inputResponses": answers})
 
-    async def _outcome(self, session: Any, task: dict[str, Any]) -> dict[str, Any]:
+    async def _outcome(self, session: TaskSession, task: dict[str, Any]) -> dict[str, Any]:
         status = task.get("status")
         if session.era == "modern":
             if status == "completed":
@@ -336,7 +369,7 @@ class Follower:
 
 
 async def call(
-    session: Any,
+    session: TaskSession,
     params: dict[str, Any],
     *,
     get_session: GetSession,
@@ -344,8 +377,8 @@ async def call(
     ttl_ms: int | None = None,
     client_caps: dict[str, Any] | None = None,
     log_level: str | None = None,
-    on_notify: Any = None,
-    on_request: Any = None,
+    on_notify: OnNotify | None = None,
+    on_request: OnRequest | None = None,
     on_input: OnInput | None = None,
     ask_round: OnInput | None = None,
     keep_upstream: Callable[[], bool] = lambda: False,
@@ -386,7 +419,7 @@ async def call(
     try:
         with anyio.CancelScope(shield=True):  # the id must land before a cancel can lose it
             await on_task_id(task["taskId"])
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - the task is followed all the same; only a restart could lose it
         log.warning("upstream task %s: could not record its id: %s", task["taskId"], exc)
     return await follower.run(task)
 
@@ -403,14 +436,17 @@ async def resume(
     return await Follower(get_session, task_id, on_input=on_input, keep_upstream=keep_upstream, sleep=sleep).run(None)
 
 
-def resumer(pool: Any, engine: Any) -> Callable[[Any], Awaitable[dict[str, Any]]]:
+def resumer(pool: UpstreamPool, engine: TaskEngine) -> Resume:
     """The engine's resume callback (`TaskEngine.resume`): finish an mcpx task from its upstream
     task id, once that upstream is ready, with the result shaped for the task's host era."""
     from ..protocol import shaping
     from ..protocol.revisions import LEGACY_LATEST, MODERN
 
-    async def run(task: Any) -> dict[str, Any]:
+    async def run(task: Task) -> dict[str, Any]:
         server = pool.servers.get(task.upstream)
+        upstream_task_id = task.upstream_task_id
+        if upstream_task_id is None:  # the engine resumes only rows that name one
+            raise InternalError(f"task {task.id} names no upstream task to follow")
         if server is None:
             raise UpstreamUnavailable(
                 f"upstream {task.upstream!r} is no longer configured; its task {task.upstream_task_id} cannot be followed"
@@ -422,7 +458,7 @@ def resumer(pool: Any, engine: Any) -> Callable[[Any], Awaitable[dict[str, Any]]
                 return await engine.ask(task.id, requests)
 
         res = await resume(
-            server.ready_session, task.upstream_task_id, on_input=on_input, keep_upstream=lambda: bool(engine.closing)
+            server.ready_session, upstream_task_id, on_input=on_input, keep_upstream=lambda: engine.closing
         )
         return shaping.call_result_for(res, LEGACY_LATEST if task.era == "legacy" else MODERN)
 

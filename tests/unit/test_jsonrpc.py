@@ -73,7 +73,7 @@ def test_json_nested_too_deep_to_parse_is_parse_error_not_a_crash() -> None:
 def test_non_json_number_constants_are_parse_errors(token: str) -> None:
     # RFC 8259 6: NaN and Infinity are not JSON, though Python's json module accepts them.
     with pytest.raises(ParseError):
-        jsonrpc.parse('{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"x":%s}}' % token)
+        jsonrpc.parse(f'{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"x":{token}}}}}')
 
 
 def test_body_that_is_not_utf8_is_a_parse_error_even_if_it_is_valid_utf16() -> None:
