@@ -29,6 +29,8 @@ import uuid
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from fixture_common import RpcError
+
 MODERN = "2026-07-28"
 LEGACY = "2025-11-25"
 LEGACY_VERSIONS = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")
@@ -47,33 +49,25 @@ INSTRUCTIONS = "Fixture upstream exposing the MCP conformance suite's tool/promp
 # Which client capability each server->client request needs.
 CAPABILITY_OF = {"elicitation/create": "elicitation", "sampling/createMessage": "sampling", "roots/list": "roots"}
 
-LEGACY_METHODS = {
+# The surface's methods, the same on both wires.
+SURFACE_METHODS = {
+    "tools/list",
+    "tools/call",
+    "prompts/list",
+    "prompts/get",
+    "resources/list",
+    "resources/read",
+    "resources/templates/list",
+    "completion/complete",
+}
+LEGACY_METHODS = SURFACE_METHODS | {
     "initialize",
     "ping",
-    "tools/list",
-    "tools/call",
-    "prompts/list",
-    "prompts/get",
-    "resources/list",
-    "resources/read",
-    "resources/templates/list",
     "resources/subscribe",
     "resources/unsubscribe",
-    "completion/complete",
     "logging/setLevel",
 }
-MODERN_METHODS = {
-    "server/discover",
-    "tools/list",
-    "tools/call",
-    "prompts/list",
-    "prompts/get",
-    "resources/list",
-    "resources/read",
-    "resources/templates/list",
-    "completion/complete",
-    "subscriptions/listen",
-}
+MODERN_METHODS = SURFACE_METHODS | {"server/discover", "subscriptions/listen"}
 # MRTR is allowed on these (2026-07-28 basic/patterns/mrtr.mdx:184-192).
 MRTR_METHODS = {"tools/call", "prompts/get", "resources/read"}
 # Results that carry caching hints on the modern wire (server/utilities/caching.mdx).
@@ -91,20 +85,6 @@ Send = Callable[[dict[str, Any]], Awaitable[None]]
 
 def log_stderr(text: str) -> None:
     print(f"[conformance-fixture] {text}", file=sys.stderr, flush=True)
-
-
-class RpcError(Exception):
-    """A JSON-RPC error response; ``http_status`` is what the HTTP edge answers with."""
-
-    def __init__(self, code: int, message: str, data: Any = None, http_status: int = 200):
-        super().__init__(message)
-        self.code, self.message, self.data, self.http_status = code, message, data, http_status
-
-    def to_msg(self, rid: Any) -> dict[str, Any]:
-        err: dict[str, Any] = {"code": self.code, "message": self.message}
-        if self.data is not None:
-            err["data"] = self.data
-        return {"jsonrpc": "2.0", "id": rid, "error": err}
 
 
 class InputRequired(Exception):
@@ -346,7 +326,7 @@ class Call:
             answers = await asyncio.gather(
                 *(self.session.request(self.send, requests[k]["method"], requests[k]["params"]) for k in keys)
             )
-            return dict(zip(keys, answers))
+            return dict(zip(keys, answers, strict=True))
         have = {
             k: self.answers[k]
             for k, r in requests.items()

@@ -29,6 +29,7 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
+from fixture_common import is_mcp_request, serve_http
 from fixture_core import LEGACY_VERSIONS, MODERN, PV_KEY, Call, RpcError, Server, Session, log_stderr
 
 LOCAL_HOSTS = {"localhost", "127.0.0.1", "[::1]", "::1"}
@@ -36,6 +37,14 @@ B64_SENTINEL = re.compile(r"^=\?base64\?(.*)\?=$", re.S)
 SAFE_HEADER_VALUE = re.compile(r"^[\x20-\x7e\t]*$")
 NAME_METHODS = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
 RETRY_MS = 500
+# Running background drains: the event loop keeps only weak references to tasks.
+_BACKGROUND: set[asyncio.Future] = set()
+
+
+def _in_background(work: Any) -> None:
+    task = asyncio.ensure_future(work)
+    _BACKGROUND.add(task)
+    task.add_done_callback(_BACKGROUND.discard)
 
 
 def _host_only(value: str) -> str:
@@ -184,10 +193,7 @@ class HttpApp:
         from starlette.requests import Request
         from starlette.responses import Response
 
-        if scope["type"] != "http":
-            return
-        if scope["path"].rstrip("/") != "/mcp":
-            await Response("not found", 404)(scope, receive, send)
+        if not await is_mcp_request(scope, send):
             return
         req = Request(scope, receive)
         if not local_origin_ok(req.headers):
@@ -466,7 +472,7 @@ class Exchange:
                 await self._end()
                 self.closed = True
                 self.stream.listener = None  # type: ignore[union-attr]
-                asyncio.ensure_future(self._drain_after_close(task))
+                _in_background(self._drain_after_close(task))
                 return
             while True:
                 getter = asyncio.ensure_future(self.queue.get())
@@ -513,7 +519,7 @@ class Exchange:
                 if cancel_on_disconnect:
                     task.cancel()  # 2026-07-28: closing the response stream is cancellation
                 else:
-                    asyncio.ensure_future(self._drain_after_close(task))
+                    _in_background(self._drain_after_close(task))
 
     async def _flush(self, out: asyncio.Queue, chunk: bytes | None) -> None:
         if chunk is not None:
@@ -595,32 +601,9 @@ class Exchange:
 
 
 async def run_http(server: Server, port: int, ready_file: str | None) -> None:
-    import os
-    import socket
-
     import uvicorn
 
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", port))
-    config = uvicorn.Config(HttpApp(server), log_level="warning", lifespan="off", access_log=False)
+    def listening(real_port: int) -> None:
+        log_stderr(f"listening on http://127.0.0.1:{real_port}/mcp ({MODERN} and 2025-11-25)")
 
-    class _Server(uvicorn.Server):
-        def handle_exit(self, sig: int, frame: Any) -> None:  # a fixture: stop at once
-            os._exit(0)
-
-    uv = _Server(config)
-    serving = asyncio.get_running_loop().create_task(uv.serve(sockets=[sock]))
-    while not uv.started:
-        if serving.done():
-            await serving
-            return
-        await asyncio.sleep(0.01)
-    real_port = sock.getsockname()[1]
-    log_stderr(f"listening on http://127.0.0.1:{real_port}/mcp ({MODERN} and 2025-11-25)")
-    if ready_file:
-        tmp = f"{ready_file}.tmp.{os.getpid()}"
-        with open(tmp, "w", encoding="utf-8") as f:
-            f.write(str(real_port))
-        os.replace(tmp, ready_file)
-    await serving
+    await serve_http(uvicorn, HttpApp(server), port, ready_file, listening)

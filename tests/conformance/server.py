@@ -21,11 +21,13 @@ import asyncio
 import json
 import os
 import sys
-import threading
 from typing import Any
 
+# tests/fixtures/ for fixture_common.py (shared with upstream_server.py there), then this folder.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "fixtures"))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
+from fixture_common import run_transport, stdin_lines, stdout_writer
 from fixture_core import Call, RpcError, Server, Session, log_stderr
 from fixture_http import run_http
 from fixture_surface import Surface
@@ -35,21 +37,7 @@ async def run_stdio(server: Server) -> None:
     """Newline-delimited JSON-RPC on stdin/stdout. One legacy session (the process) plus any
     number of stateless modern requests; modern cancellation is ``notifications/cancelled``."""
     loop = asyncio.get_running_loop()
-    lines: asyncio.Queue = asyncio.Queue()
-
-    def reader() -> None:
-        for raw in sys.stdin.buffer:
-            loop.call_soon_threadsafe(lines.put_nowait, raw)
-        loop.call_soon_threadsafe(lines.put_nowait, None)
-
-    threading.Thread(target=reader, name="stdin-reader", daemon=True).start()
-    out_lock = asyncio.Lock()
-
-    async def write(obj: dict[str, Any]) -> None:
-        data = (json.dumps(obj, separators=(",", ":")) + "\n").encode()
-        async with out_lock:
-            sys.stdout.buffer.write(data)
-            sys.stdout.buffer.flush()
+    write = stdout_writer()
 
     session = Session("stdio")  # session notifications start once `initialize` was seen
     server.sessions["stdio"] = session
@@ -89,13 +77,7 @@ async def run_stdio(server: Server) -> None:
 
         task.add_done_callback(done)
 
-    while True:
-        raw = await lines.get()
-        if raw is None:
-            break
-        text = raw.decode("utf-8", "replace").strip()
-        if not text:
-            continue
+    async for text in stdin_lines():
         try:
             msg = json.loads(text)
         except ValueError as e:
@@ -142,14 +124,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     server = Server(Surface(), ttl_ms=args.ttl_ms)
     server.legacy_only = args.legacy_only
-    try:
-        if args.transport == "stdio":
-            asyncio.run(run_stdio(server))
-        else:
-            asyncio.run(run_http(server, args.port, args.ready_file))
-    except KeyboardInterrupt:
-        pass
-    return 0
+    return run_transport(args, server, run_stdio, run_http)
 
 
 if __name__ == "__main__":

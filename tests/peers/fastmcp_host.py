@@ -59,7 +59,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import sys
 import time
 from typing import Any
@@ -77,48 +76,32 @@ from fastmcp_tasks.client_models import (
     UpdateTaskRequest,
 )
 from mcp.shared.exceptions import MCPError
+from peer_common import error_of, host_parser, http_request_logger, leaf, parse_cli, run_host, step_line
 from pydantic import BaseModel, TypeAdapter
 
 RAW_RESULT: TypeAdapter[dict[str, Any]] = TypeAdapter(dict[str, Any])
 TERMINAL = ("completed", "failed", "cancelled")
 
 
-def _apply_mcp_name_shim() -> None:
+def apply_mcp_name_shim() -> None:
     """Make tasks/get|update|cancel carry `Mcp-Name: <taskId>` (ext-tasks tasks.md:511)."""
     for model in (GetTaskRequest, UpdateTaskRequest, CancelTaskRequest):
         model.name_param = "taskId"
 
 
-def _emit(line: dict[str, Any]) -> None:
-    sys.stdout.write(json.dumps(line, default=str) + "\n")
-    sys.stdout.flush()
-
-
-def _dump(value: Any) -> Any:
+def dump(value: Any) -> Any:
     if isinstance(value, BaseModel):
         return value.model_dump(by_alias=True, exclude_none=True, mode="json")
     return value
 
 
-def _leaf(exc: BaseException) -> BaseException:
-    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
-        exc = exc.exceptions[0]
-    return exc
+def error(exc: BaseException) -> dict[str, Any]:
+    return error_of(exc, MCPError)
 
 
-def _error(exc: BaseException) -> dict[str, Any]:
-    exc = _leaf(exc)
-    if isinstance(exc, MCPError):
-        err: dict[str, Any] = {"code": exc.code, "message": exc.message}
-        if exc.data is not None:
-            err["data"] = exc.data
-        return err
-    return {"code": None, "message": str(exc) or repr(exc), "type": type(exc).__name__}
-
-
-def _parsed(result: Any) -> dict[str, Any]:
+def parsed(result: Any) -> dict[str, Any]:
     """FastMCP's parsed CallToolResult dataclass as JSON."""
-    out: dict[str, Any] = {"content": [_dump(c) for c in result.content], "isError": bool(result.is_error)}
+    out: dict[str, Any] = {"content": [dump(c) for c in result.content], "isError": bool(result.is_error)}
     if result.structured_content is not None:
         out["structuredContent"] = result.structured_content
     return out
@@ -142,7 +125,7 @@ async def _poll(task: ToolTask, step: dict[str, Any], out: dict[str, Any], until
     while True:
         current = await task.status()
         statuses.append(current.status)
-        out["final"] = _dump(current)
+        out["final"] = dump(current)
         if current.status in TERMINAL:
             return current
         if time.monotonic() >= until:
@@ -155,36 +138,34 @@ async def _poll(task: ToolTask, step: dict[str, Any], out: dict[str, Any], until
 async def _finish(task: ToolTask, out: dict[str, Any]) -> None:
     """ToolTask.result(): the parsed result, or the ToolError it raises for failed/cancelled."""
     try:
-        out["result"] = _parsed(await task.result())
+        out["result"] = parsed(await task.result())
     except Exception as exc:  # ToolError for a failed or cancelled task
-        out["resultError"] = str(_leaf(exc))
+        out["resultError"] = str(leaf(exc))
 
 
 async def _run_step(client: Client, step: dict[str, Any]) -> dict[str, Any]:
     op = step.get("op")
-    out: dict[str, Any] = {"op": op, "ok": True}
-    if "id" in step:
-        out["id"] = step["id"]
+    out = step_line(step)
     started = time.monotonic()
     until = started + float(step.get("timeout") or 30)
     try:
         if op == "list_tools":
             result = await client.list_tools_mcp()
             out["tools"] = [t.name for t in result.tools]
-            out["result"] = _dump(result)
+            out["result"] = dump(result)
         elif op == "sleep":
             await asyncio.sleep(float(step.get("seconds", 0)))
         elif op == "call_auto":
             result = await client.call_tool_mcp(step["name"], step.get("args") or {}, timeout=step.get("timeout"))
-            out["result"] = _dump(result)
+            out["result"] = dump(result)
         elif op in ("call", "call_task_then_wait", "call_task_then_cancel"):
             raw = await _submit(client, step)
             if not isinstance(raw, ClientCreateTaskResult):
                 out["kind"] = "inline"
-                out["result"] = _dump(raw)
+                out["result"] = dump(raw)
                 return out
             out["kind"] = "task"
-            out["handle"] = _dump(raw)
+            out["handle"] = dump(raw)
             task = ToolTask(client, step["name"], raw)
             if op == "call_task_then_cancel":
                 await asyncio.sleep(max(0.0, float(step.get("after", 0.5)) - (time.monotonic() - started)))
@@ -202,7 +183,7 @@ async def _run_step(client: Client, step: dict[str, Any]) -> dict[str, Any]:
             raise ValueError(f"unknown op {op!r}")
     except Exception as exc:  # report every step failure as data, never crash the run
         out["ok"] = False
-        out["error"] = _error(exc)
+        out["error"] = error(exc)
     finally:
         out["elapsed"] = round(time.monotonic() - started, 3)
     return out
@@ -214,21 +195,7 @@ def _transport(args: argparse.Namespace) -> StreamableHttpTransport:
     import httpx2
     from mcp.shared._httpx_utils import create_mcp_http_client
 
-    log_path = args.log_http
-
-    async def log_request(request: Any) -> None:
-        line: dict[str, Any] = {"method": request.method, "url": str(request.url), "headers": dict(request.headers)}
-        try:
-            body = request.content
-        except Exception:  # a streaming body is not readable here
-            body = b""
-        if body:
-            try:
-                line["body"] = json.loads(body)
-            except ValueError:
-                line["body"] = body.decode("utf-8", "replace")
-        with open(log_path, "a", encoding="utf-8") as f:
-            f.write(json.dumps(line) + "\n")
+    log_request = http_request_logger(args.log_http)
 
     def factory(
         headers: dict[str, str] | None = None, timeout: httpx2.Timeout | None = None, auth: Any = None, **_: Any
@@ -241,50 +208,32 @@ def _transport(args: argparse.Namespace) -> StreamableHttpTransport:
 
 
 async def _main(args: argparse.Namespace, steps: list[dict[str, Any]]) -> int:
-    connected = False
-    try:
-        client = Client(_transport(args), timeout=args.timeout)
-        async with client:
-            connected = True
-            _emit(
-                {
-                    "op": "connect",
-                    "ok": True,
-                    "protocolVersion": client.protocol_version,
-                    "serverInfo": _dump(client.server_info),
-                    "capabilities": _dump(client.server_capabilities),
-                    "shim": not args.stock,
-                }
-            )
-            for step in steps:
-                _emit(await _run_step(client, step))
-    except BaseException as exc:
-        if isinstance(_leaf(exc), KeyboardInterrupt):
-            raise
-        if not connected:
-            _emit({"op": "connect", "ok": False, "error": _error(exc)})
-            return 2
-        _emit({"op": "disconnect", "ok": False, "error": _error(exc)})
-    return 0
+    def connect_line(client: Client) -> dict[str, Any]:
+        return {
+            "op": "connect",
+            "ok": True,
+            "protocolVersion": client.protocol_version,
+            "serverInfo": dump(client.server_info),
+            "capabilities": dump(client.server_capabilities),
+            "shim": not args.stock,
+        }
+
+    return await run_host(
+        lambda: Client(_transport(args), timeout=args.timeout),
+        connect_line,
+        lambda client, step, _n: _run_step(client, step),
+        steps,
+        error,
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--url", required=True, help="Streamable HTTP endpoint, e.g. http://127.0.0.1:8000/mcp")
-    parser.add_argument("--script", default="[]", help="JSON list of steps, or @FILE")
-    parser.add_argument("--timeout", type=float, default=30.0, help="default per-request read timeout (s)")
+    parser = host_parser(__doc__)
     parser.add_argument("--stock", action="store_true", help="no Mcp-Name shim on tasks/* (fastmcp-tasks as shipped)")
     parser.add_argument("--log-http", default=None, help="append outgoing HTTP requests as JSON lines")
-    args = parser.parse_args(argv)
-    script = args.script
-    if script.startswith("@"):
-        with open(script[1:], encoding="utf-8") as f:
-            script = f.read()
-    steps = json.loads(script)
-    if not isinstance(steps, list):
-        parser.error("--script must be a JSON list of steps")
+    args, steps = parse_cli(parser, argv)
     if not args.stock:
-        _apply_mcp_name_shim()
+        apply_mcp_name_shim()
     return asyncio.run(_main(args, steps))
 
 

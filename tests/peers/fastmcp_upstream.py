@@ -20,25 +20,16 @@ so a restarted gateway can keep polling a task the HTTP process still holds.
 from __future__ import annotations
 
 import argparse
-import json
-import os
 import sys
-import time
+from collections.abc import Callable
 from typing import Any
 
 import anyio
 from fastmcp import FastMCP
 from fastmcp_tasks import TasksExtension
+from peer_common import Events, serve_uvicorn
 
-_events_path: str | None = None
-
-
-def _event(event: str, **fields: Any) -> None:
-    if _events_path is None:
-        return
-    line = json.dumps({"event": event, "t": time.time(), "pid": os.getpid(), **fields})
-    with open(_events_path, "a", encoding="utf-8") as f:
-        f.write(line + "\n")
+_event = Events()  # --events FILE
 
 
 class LoggedTasks(TasksExtension):
@@ -83,38 +74,23 @@ def build_server() -> FastMCP:
 
 
 async def run_http(mcp: FastMCP, port: int, ready_file: str | None) -> None:
-    import socket
-
     import uvicorn
 
-    app = mcp.http_app(path="/mcp")
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", port))
-    sock.listen(128)
-    bound = sock.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(server.serve, [sock])
-        while not server.started:
-            await anyio.sleep(0.02)
-        if ready_file:
-            tmp = ready_file + ".tmp"
-            with open(tmp, "w") as f:
-                f.write(str(bound))
-            os.replace(tmp, ready_file)
+    await serve_uvicorn(
+        uvicorn.Server(uvicorn.Config(mcp.http_app(path="/mcp"), log_level="warning")), port, ready_file
+    )
 
 
-def main() -> None:
-    global _events_path
+def main(build: Callable[[], FastMCP] = build_server, events: Events = _event) -> None:
+    """The command line of this driver and of ``q_fastmcp_upstream.py`` (its own server and events)."""
     parser = argparse.ArgumentParser()
     parser.add_argument("mode", choices=("stdio", "http"))
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--ready-file")
     parser.add_argument("--events")
     args = parser.parse_args()
-    _events_path = args.events
-    mcp = build_server()
+    events.path = args.events
+    mcp = build()
     if args.mode == "stdio":
         anyio.run(lambda: mcp.run_stdio_async(show_banner=False, log_level="WARNING"))
     else:

@@ -41,7 +41,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import sys
 import time
 from typing import Any
@@ -50,67 +49,30 @@ import fastmcp_tasks  # noqa: F401  (registers the tasks client extension on eve
 from fastmcp import Client
 from fastmcp.client.elicitation import ElicitResult
 from fastmcp.client.transports import StreamableHttpTransport
+from fastmcp_host import apply_mcp_name_shim, dump, error, parsed
 from fastmcp_tasks.client import ToolTask
-from fastmcp_tasks.client_models import CancelTaskRequest, ClientCreateTaskResult, GetTaskRequest, UpdateTaskRequest
-from mcp.shared.exceptions import MCPError
-from pydantic import BaseModel
+from fastmcp_tasks.client_models import ClientCreateTaskResult
+from peer_common import Answerer as BaseAnswerer
+from peer_common import host_parser, parse_cli, run_host, step_errors, step_line
 
 
-def _emit(line: dict[str, Any]) -> None:
-    sys.stdout.write(json.dumps(line, default=str) + "\n")
-    sys.stdout.flush()
-
-
-def _dump(value: Any) -> Any:
-    if isinstance(value, BaseModel):
-        return value.model_dump(by_alias=True, exclude_none=True, mode="json")
-    return value
-
-
-def _leaf(exc: BaseException) -> BaseException:
-    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
-        exc = exc.exceptions[0]
-    return exc
-
-
-def _error(exc: BaseException) -> dict[str, Any]:
-    exc = _leaf(exc)
-    if isinstance(exc, MCPError):
-        err: dict[str, Any] = {"code": exc.code, "message": exc.message}
-        if exc.data is not None:
-            err["data"] = exc.data
-        return err
-    return {"code": None, "message": str(exc) or repr(exc), "type": type(exc).__name__}
-
-
-class Answerer:
-    def __init__(self) -> None:
-        self.answer: dict[str, Any] | None = None
-        self.asked: list[dict[str, Any]] = []
+class Answerer(BaseAnswerer):
+    """The elicitation handler: answers with the current step's `answer`, records what was asked."""
 
     async def __call__(self, message: str, response_type: Any, params: Any, context: Any) -> ElicitResult[Any]:
-        self.asked.append({"params": _dump(params), "requestId": str(getattr(context, "request_id", ""))})
+        self.asked.append({"params": dump(params), "requestId": str(getattr(context, "request_id", ""))})
         if self.answer is None:
             return ElicitResult(action="decline")
         return ElicitResult(action=self.answer["action"], content=self.answer.get("content"))
 
 
-def _parsed(result: Any) -> dict[str, Any]:
-    out: dict[str, Any] = {"content": [_dump(c) for c in result.content], "isError": bool(result.is_error)}
-    if result.structured_content is not None:
-        out["structuredContent"] = result.structured_content
-    return out
-
-
 async def _run_step(client: Client, answerer: Answerer, step: dict[str, Any]) -> dict[str, Any]:
     op = step.get("op")
-    out: dict[str, Any] = {"op": op, "ok": True}
-    if "id" in step:
-        out["id"] = step["id"]
-    answerer.answer, answerer.asked = step.get("answer"), []
+    out = step_line(step)
+    answerer.start(step)
     started = time.monotonic()
     timeout = float(step.get("timeout") or 30)
-    try:
+    with step_errors(out, error):
         if op in ("call", "call_wait"):
             calls = 0
 
@@ -137,7 +99,7 @@ async def _run_step(client: Client, answerer: Answerer, step: dict[str, Any]) ->
                 task = ToolTask(client, step["name"], raw)
                 out["taskId"] = task.task_id
                 if op == "call":
-                    out["result"] = _parsed(await asyncio.wait_for(task.result(), timeout))
+                    out["result"] = parsed(await asyncio.wait_for(task.result(), timeout))
                 else:
                     try:
                         final = await task.wait(timeout=max(0.1, timeout - (time.monotonic() - started)))
@@ -147,15 +109,12 @@ async def _run_step(client: Client, answerer: Answerer, step: dict[str, Any]) ->
                             await task.cancel()
                     out["finalStatus"] = final.status
                     if final.status == "completed":
-                        out["result"] = _parsed(await task.result())
+                        out["result"] = parsed(await task.result())
             else:
                 out["kind"] = "inline"
-                out["result"] = _dump(raw)
+                out["result"] = dump(raw)
         else:
             raise ValueError(f"unknown op {op!r}")
-    except Exception as exc:
-        out["ok"] = False
-        out["error"] = _error(exc)
     out["asked"] = answerer.asked
     out["elapsed"] = round(time.monotonic() - started, 3)
     return out
@@ -163,43 +122,19 @@ async def _run_step(client: Client, answerer: Answerer, step: dict[str, Any]) ->
 
 async def _main(args: argparse.Namespace, steps: list[dict[str, Any]]) -> int:
     answerer = Answerer()
-    connected = False
-    try:
-        handler = None if args.no_elicitation else answerer
-        client = Client(StreamableHttpTransport(args.url), timeout=args.timeout, elicitation_handler=handler)
-        async with client:
-            connected = True
-            _emit({"op": "connect", "ok": True, "protocolVersion": client.protocol_version, "shim": True})
-            for step in steps:
-                _emit(await _run_step(client, answerer, step))
-    except BaseException as exc:
-        if isinstance(_leaf(exc), KeyboardInterrupt):
-            raise
-        if not connected:
-            _emit({"op": "connect", "ok": False, "error": _error(exc)})
-            return 2
-        _emit({"op": "disconnect", "ok": False, "error": _error(exc)})
-    return 0
+    handler = None if args.no_elicitation else answerer
+    return await run_host(
+        lambda: Client(StreamableHttpTransport(args.url), timeout=args.timeout, elicitation_handler=handler),
+        lambda client: {"op": "connect", "ok": True, "protocolVersion": client.protocol_version, "shim": True},
+        lambda client, step, _n: _run_step(client, answerer, step),
+        steps,
+        error,
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--url", required=True)
-    parser.add_argument("--script", default="[]", help="JSON list of steps, or @FILE")
-    parser.add_argument("--timeout", type=float, default=30.0)
-    parser.add_argument(
-        "--no-elicitation", action="store_true", help="no elicitation handler (capability not declared)"
-    )
-    args = parser.parse_args(argv)
-    script = args.script
-    if script.startswith("@"):
-        with open(script[1:], encoding="utf-8") as f:
-            script = f.read()
-    steps = json.loads(script)
-    if not isinstance(steps, list):
-        parser.error("--script must be a JSON list of steps")
-    for model in (GetTaskRequest, UpdateTaskRequest, CancelTaskRequest):  # Mcp-Name shim (see fastmcp_host.py)
-        model.name_param = "taskId"
+    args, steps = parse_cli(host_parser(__doc__, answerer="handler"), argv)
+    apply_mcp_name_shim()  # see fastmcp_host.py
     return asyncio.run(_main(args, steps))
 
 

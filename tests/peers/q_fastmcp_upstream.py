@@ -23,33 +23,24 @@ every leg and ``{"event": "answered", "message": ..., "action": ..., "content": 
 
 from __future__ import annotations
 
-import argparse
 import json
-import os
 import sys
-import time
 from typing import Any
 
 import anyio
 import mcp_types
 from fastmcp import Context, FastMCP
 from fastmcp_tasks import TasksExtension
+from fastmcp_upstream import main
+from peer_common import Events
 
-_events_path: str | None = None
+_event = Events()  # --events FILE
 
 SCHEMA = {
     "type": "object",
     "properties": {"name": {"type": "string"}, "age": {"type": "integer"}, "subscribed": {"type": "boolean"}},
     "required": ["name", "age", "subscribed"],
 }
-
-
-def _event(event: str, **fields: Any) -> None:
-    if _events_path is None:
-        return
-    line = json.dumps({"event": event, "t": time.time(), "pid": os.getpid(), **fields})
-    with open(_events_path, "a", encoding="utf-8") as f:
-        f.write(line + "\n")
 
 
 def _answer_of(value: Any) -> tuple[str, Any]:
@@ -83,44 +74,5 @@ def build_server() -> FastMCP:
     return mcp
 
 
-async def run_http(mcp: FastMCP, port: int, ready_file: str | None) -> None:
-    import socket
-
-    import uvicorn
-
-    app = mcp.http_app(path="/mcp")
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", port))
-    sock.listen(128)
-    bound = sock.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(server.serve, [sock])
-        while not server.started:
-            await anyio.sleep(0.02)
-        if ready_file:
-            tmp = ready_file + ".tmp"
-            with open(tmp, "w") as f:
-                f.write(str(bound))
-            os.replace(tmp, ready_file)
-
-
-def main() -> None:
-    global _events_path
-    parser = argparse.ArgumentParser()
-    parser.add_argument("mode", choices=("stdio", "http"))
-    parser.add_argument("--port", type=int, default=0)
-    parser.add_argument("--ready-file")
-    parser.add_argument("--events")
-    args = parser.parse_args()
-    _events_path = args.events
-    mcp = build_server()
-    if args.mode == "stdio":
-        anyio.run(lambda: mcp.run_stdio_async(show_banner=False, log_level="WARNING"))
-    else:
-        anyio.run(run_http, mcp, args.port, args.ready_file)
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(build_server, _event))

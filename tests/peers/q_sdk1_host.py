@@ -27,58 +27,28 @@ The exit code is 0 even when steps fail, 2 when the connection could not be made
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import warnings
-from contextlib import AsyncExitStack
 from datetime import timedelta
 from typing import Any
 
 import anyio
 import mcp.types as types
 from mcp import ClientSession
-from mcp.shared.exceptions import McpError
-from pydantic import BaseModel
+from peer_common import Answerer as BaseAnswerer
+from peer_common import host_parser, parse_cli, run_host, step_errors, step_line
+from sdk1_host import dump, error, open_session
 
 warnings.simplefilter("ignore", DeprecationWarning)  # session.experimental warns on every use
 
 CLIENT_INFO = types.Implementation(name="q-sdk1-host", version="1.30-peer")
 
 
-def _emit(line: dict[str, Any]) -> None:
-    sys.stdout.write(json.dumps(line, default=str) + "\n")
-    sys.stdout.flush()
-
-
-def _dump(value: Any) -> Any:
-    if isinstance(value, BaseModel):
-        return value.model_dump(by_alias=True, exclude_none=True, mode="json")
-    return value
-
-
-def _leaf(exc: BaseException) -> BaseException:
-    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
-        exc = exc.exceptions[0]
-    return exc
-
-
-def _error(exc: BaseException) -> dict[str, Any]:
-    exc = _leaf(exc)
-    if isinstance(exc, McpError):
-        err: dict[str, Any] = {"code": exc.error.code, "message": exc.error.message}
-        if exc.error.data is not None:
-            err["data"] = exc.error.data
-        return err
-    return {"code": None, "message": str(exc) or repr(exc), "type": type(exc).__name__}
-
-
-class Answerer:
-    def __init__(self) -> None:
-        self.answer: dict[str, Any] | None = None
-        self.asked: list[dict[str, Any]] = []
+class Answerer(BaseAnswerer):
+    """The elicitation callback: answers with the current step's `answer`, records what was asked."""
 
     async def __call__(self, context: Any, params: Any) -> types.ElicitResult:
-        self.asked.append(_dump(params))
+        self.asked.append(dump(params))
         if self.answer is None:
             return types.ElicitResult(action="decline")
         return types.ElicitResult.model_validate(self.answer)
@@ -86,14 +56,12 @@ class Answerer:
 
 async def _run_step(session: ClientSession, answerer: Answerer, step: dict[str, Any]) -> dict[str, Any]:
     op = step.get("op")
-    out: dict[str, Any] = {"op": op, "ok": True}
-    if "id" in step:
-        out["id"] = step["id"]
-    answerer.answer, answerer.asked = step.get("answer"), []
+    out = step_line(step)
+    answerer.start(step)
     timeout = float(step.get("timeout", 30))
-    try:
+    with step_errors(out, error):
         if op == "call":
-            out["result"] = _dump(
+            out["result"] = dump(
                 await session.call_tool(
                     step["name"], step.get("args") or {}, read_timeout_seconds=timedelta(seconds=timeout)
                 )
@@ -102,9 +70,9 @@ async def _run_step(session: ClientSession, answerer: Answerer, step: dict[str, 
             created = await session.experimental.call_tool_as_task(
                 step["name"], step.get("args") or {}, ttl=int(step.get("ttl", 60000))
             )
-            out["task"] = _dump(created.task)
+            out["task"] = dump(created.task)
             with anyio.fail_after(timeout):
-                out["result"] = _dump(
+                out["result"] = dump(
                     await session.experimental.get_task_result(created.task.taskId, types.CallToolResult)
                 )
         elif op == "sleep":
@@ -112,70 +80,38 @@ async def _run_step(session: ClientSession, answerer: Answerer, step: dict[str, 
             out["result"] = {}
         else:
             raise ValueError(f"unknown op {op!r}")
-    except Exception as exc:
-        out["ok"] = False
-        out["error"] = _error(exc)
     out["asked"] = answerer.asked
     return out
 
 
 async def _main(args: argparse.Namespace, steps: list[dict[str, Any]]) -> int:
-    from mcp.client.streamable_http import streamable_http_client
-    from mcp.shared._httpx_utils import create_mcp_http_client
-
     answerer = Answerer()
-    connected = False
-    try:
-        async with AsyncExitStack() as stack:
-            http = await stack.enter_async_context(create_mcp_http_client())
-            read, write, _sid = await stack.enter_async_context(streamable_http_client(args.url, http_client=http))
-            session = await stack.enter_async_context(
-                ClientSession(
-                    read,
-                    write,
-                    read_timeout_seconds=timedelta(seconds=args.timeout),
-                    elicitation_callback=None if args.no_elicitation else answerer,
-                    client_info=CLIENT_INFO,
-                )
-            )
-            init = await session.initialize()
-            connected = True
-            _emit(
-                {
-                    "op": "connect",
-                    "ok": True,
-                    "protocolVersion": init.protocolVersion,
-                    "capabilities": _dump(init.capabilities),
-                }
-            )
-            for step in steps:
-                _emit(await _run_step(session, answerer, step))
-    except BaseException as exc:
-        if isinstance(_leaf(exc), KeyboardInterrupt):
-            raise
-        if not connected:
-            _emit({"op": "connect", "ok": False, "error": _error(exc)})
-            return 2
-        _emit({"op": "disconnect", "ok": False, "error": _error(exc)})
-    return 0
+
+    def connect_line(opened: tuple[ClientSession, types.InitializeResult]) -> dict[str, Any]:
+        init = opened[1]
+        return {
+            "op": "connect",
+            "ok": True,
+            "protocolVersion": init.protocolVersion,
+            "capabilities": dump(init.capabilities),
+        }
+
+    return await run_host(
+        lambda: open_session(
+            args.url,
+            timeout=args.timeout,
+            elicitation_callback=None if args.no_elicitation else answerer,
+            client_info=CLIENT_INFO,
+        ),
+        connect_line,
+        lambda opened, step, _n: _run_step(opened[0], answerer, step),
+        steps,
+        error,
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--url", required=True)
-    parser.add_argument("--script", default="[]", help="JSON list of steps, or @FILE")
-    parser.add_argument("--timeout", type=float, default=30.0)
-    parser.add_argument(
-        "--no-elicitation", action="store_true", help="no elicitation callback (capability not declared)"
-    )
-    args = parser.parse_args(argv)
-    script = args.script
-    if script.startswith("@"):
-        with open(script[1:], encoding="utf-8") as f:
-            script = f.read()
-    steps = json.loads(script)
-    if not isinstance(steps, list):
-        parser.error("--script must be a JSON list of steps")
+    args, steps = parse_cli(host_parser(__doc__, answerer="callback"), argv)
     return anyio.run(_main, args, steps)
 
 

@@ -19,23 +19,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
-import time
 
 import anyio
 from mcp.server.fastmcp import Context, FastMCP
+from peer_common import Events
 from pydantic import BaseModel, ConfigDict
 
-_events_path: str | None = None
-
-
-def _event(name: str, **fields: object) -> None:
-    if _events_path is None:
-        return
-    line = json.dumps({"event": name, "t": time.time(), "pid": os.getpid(), **fields})
-    with open(_events_path, "a", encoding="utf-8") as f:
-        f.write(line + "\n")
+_event = Events()  # --events FILE
 
 
 class Person(BaseModel):
@@ -63,12 +54,11 @@ def build_server() -> FastMCP:
 
 
 def main(argv: list[str] | None = None) -> int:
-    global _events_path
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("transport", choices=["stdio"])
     parser.add_argument("--events", default=None)
     args = parser.parse_args(argv)
-    _events_path = args.events
+    _event.path = args.events
     build_server().run("stdio")
     return 0
 

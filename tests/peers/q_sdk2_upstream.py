@@ -30,26 +30,17 @@ each time the resolver runs (every MRTR round at 2026) and ``{"event": "answered
 # in module globals, where the closure `ask_person` does not exist; real annotations avoid that.
 import argparse
 import json
-import os
 import sys
-import time
 from typing import Annotated
 
 import anyio
 from mcp.server.elicitation import AcceptedElicitation, ElicitationResult
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.resolve import Elicit, Resolve
+from peer_common import Events
 from pydantic import BaseModel, ConfigDict
 
-_events_path: str | None = None
-
-
-def _event(name: str, **fields: object) -> None:
-    if _events_path is None:
-        return
-    line = json.dumps({"event": name, "t": time.time(), "pid": os.getpid(), **fields})
-    with open(_events_path, "a", encoding="utf-8") as f:
-        f.write(line + "\n")
+_event = Events()  # --events FILE
 
 
 class Person(BaseModel):
@@ -94,13 +85,12 @@ async def _run_legacy_stdio(server: MCPServer) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    global _events_path
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("transport", choices=["stdio"])
     parser.add_argument("--events", default=None)
     parser.add_argument("--legacy-only", action="store_true", help="no server/discover: handshake sessions only")
     args = parser.parse_args(argv)
-    _events_path = args.events
+    _event.path = args.events
     server = build_server()
     if args.legacy_only:
         anyio.run(_run_legacy_stdio, server)

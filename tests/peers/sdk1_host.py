@@ -58,10 +58,10 @@ could not be made (the connect line then has ``ok: false``); if the connection d
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import warnings
-from contextlib import AsyncExitStack
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack, asynccontextmanager
 from datetime import timedelta
 from typing import Any
 
@@ -70,6 +70,19 @@ import mcp.types as types
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.shared.exceptions import McpError
+from peer_common import (
+    Progress,
+    error_of,
+    host_parser,
+    parse_cli,
+    parse_headers,
+    progress_item,
+    run_host,
+    run_parallel,
+    stdio_command,
+    step_errors,
+    step_line,
+)
 from pydantic import BaseModel
 
 # The experimental tasks API is deprecated in 1.30 (it warns on every use); that is the point here.
@@ -78,48 +91,14 @@ warnings.simplefilter("ignore", DeprecationWarning)
 CLIENT_INFO = types.Implementation(name="sdk1-host", version="1.30-peer")
 
 
-def _emit(line: dict[str, Any]) -> None:
-    sys.stdout.write(json.dumps(line, default=str) + "\n")
-    sys.stdout.flush()
-
-
-def _dump(value: Any) -> Any:
+def dump(value: Any) -> Any:
     if isinstance(value, BaseModel):
         return value.model_dump(by_alias=True, exclude_none=True, mode="json")
     return value
 
 
-def _leaf(exc: BaseException) -> BaseException:
-    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
-        exc = exc.exceptions[0]
-    return exc
-
-
-def _error(exc: BaseException) -> dict[str, Any]:
-    exc = _leaf(exc)
-    if isinstance(exc, McpError):
-        err: dict[str, Any] = {"code": exc.error.code, "message": exc.error.message}
-        if exc.error.data is not None:
-            err["data"] = exc.error.data
-        return err
-    return {"code": None, "message": str(exc) or repr(exc), "type": type(exc).__name__}
-
-
-class _Progress:
-    def __init__(self) -> None:
-        self.seen: list[dict[str, Any]] = []
-
-    async def __call__(self, progress: float, total: float | None, message: str | None) -> None:
-        self.seen.append(_progress_item(progress, total, message))
-
-
-def _progress_item(progress: float, total: float | None, message: str | None) -> dict[str, Any]:
-    item: dict[str, Any] = {"progress": progress}
-    if total is not None:
-        item["total"] = total
-    if message is not None:
-        item["message"] = message
-    return item
+def error(exc: BaseException) -> dict[str, Any]:
+    return error_of(exc, McpError, lambda e: e.error)
 
 
 class Host:
@@ -137,13 +116,25 @@ class Host:
             return
         if isinstance(message, types.ServerNotification):
             root = message.root
-            self.notifications.append(_dump(root))
+            self.notifications.append(dump(root))
             if isinstance(root, types.ProgressNotification):
                 token = str(root.params.progressToken)
                 if token in self.task_progress:
                     p = root.params
-                    self.task_progress[token].append(_progress_item(p.progress, p.total, p.message))
+                    self.task_progress[token].append(progress_item(p.progress, p.total, p.message))
         # Server requests (sampling, elicitation, roots) get the SDK defaults.
+
+    def connected(self, opened: tuple[ClientSession, types.InitializeResult]) -> dict[str, Any]:
+        """Keep the session :func:`open_session` opened; the connect line."""
+        self.session, init = opened
+        return {
+            "op": "connect",
+            "ok": True,
+            "protocolVersion": init.protocolVersion,
+            "serverInfo": dump(init.serverInfo),
+            "capabilities": dump(init.capabilities),
+            "instructions": init.instructions,
+        }
 
     # ---- steps ---------------------------------------------------------------------------
     def _task_ref(self, ref: Any) -> str:
@@ -160,19 +151,17 @@ class Host:
         assert self.session is not None
         s = self.session
         op = step.get("op")
-        out: dict[str, Any] = {"op": op, "ok": True}
-        if "id" in step:
-            out["id"] = step["id"]
-        progress = _Progress()
+        out = step_line(step)
+        progress = Progress()
         want_progress = bool(step.get("progress"))
         timeout = step.get("timeout")
         read_timeout = timedelta(seconds=float(timeout)) if timeout is not None else None
         task_id: str | None = None
-        try:
+        with step_errors(out, error):
             if op == "list_tools":
-                out["result"] = _dump(await s.list_tools())
+                out["result"] = dump(await s.list_tools())
             elif op == "ping":
-                out["result"] = _dump(await s.send_ping())
+                out["result"] = dump(await s.send_ping())
             elif op == "sleep":
                 await anyio.sleep(float(step.get("seconds", 0)))
                 out["result"] = {}
@@ -183,7 +172,7 @@ class Host:
                     read_timeout_seconds=read_timeout,
                     progress_callback=progress if want_progress else None,
                 )
-                out["result"] = _dump(result)
+                out["result"] = dump(result)
             elif op == "call_task":
                 meta: dict[str, Any] | None = None
                 token = None
@@ -201,11 +190,11 @@ class Host:
                     self.task_ids[str(step["id"])] = task_id
                 if token is not None:
                     self.token_of_task[task_id] = token
-                out["task"] = _dump(created.task)
-                out["result"] = _dump(created)
+                out["task"] = dump(created.task)
+                out["result"] = dump(created)
             elif op == "get":
                 task_id = self._task_ref(step.get("task"))
-                out["result"] = _dump(await s.experimental.get_task(task_id))
+                out["result"] = dump(await s.experimental.get_task(task_id))
             elif op == "poll":
                 task_id = self._task_ref(step.get("task"))
                 statuses: list[str] = []
@@ -215,11 +204,11 @@ class Host:
                         statuses.append(status.status)
                         last = status
                 out["statuses"] = statuses
-                out["last"] = _dump(last)
+                out["last"] = dump(last)
             elif op == "result":
                 task_id = self._task_ref(step.get("task"))
                 with anyio.fail_after(float(timeout) if timeout is not None else 30.0):
-                    out["result"] = _dump(await s.experimental.get_task_result(task_id, types.CallToolResult))
+                    out["result"] = dump(await s.experimental.get_task_result(task_id, types.CallToolResult))
             elif op == "list_tasks":
                 if step.get("all"):
                     tasks: list[Any] = []
@@ -228,35 +217,26 @@ class Host:
                     while True:
                         page = await s.experimental.list_tasks(cursor)
                         pages += 1
-                        tasks.extend(_dump(t) for t in page.tasks)
+                        tasks.extend(dump(t) for t in page.tasks)
                         cursor = page.nextCursor
                         if not cursor or pages > 1000:
                             break
                     out["tasks"] = tasks
                     out["pages"] = pages
                 else:
-                    out["result"] = _dump(await s.experimental.list_tasks(step.get("cursor")))
+                    out["result"] = dump(await s.experimental.list_tasks(step.get("cursor")))
             elif op == "cancel":
                 task_id = self._task_ref(step.get("task"))
-                out["result"] = _dump(await s.experimental.cancel_task(task_id))
+                out["result"] = dump(await s.experimental.cancel_task(task_id))
             elif op == "notifications":
                 method = step.get("method")
                 out["notifications"] = [n for n in self.notifications if method is None or n.get("method") == method]
             elif op == "parallel":
-                results: list[dict[str, Any] | None] = [None] * len(step.get("steps", []))
-
-                async def run_one(i: int, sub: dict[str, Any]) -> None:
-                    results[i] = await self.run_step(sub, None)
-
-                async with anyio.create_task_group() as tg:
-                    for i, sub in enumerate(step.get("steps", [])):
-                        tg.start_soon(run_one, i, sub)
-                out["results"] = results
+                out["results"] = await run_parallel(
+                    step.get("steps", []), lambda sub: self.run_step(sub, None), anyio.create_task_group
+                )
             else:
                 raise ValueError(f"unknown op {op!r}")
-        except Exception as exc:  # every step failure is data, never a crash
-            out["ok"] = False
-            out["error"] = _error(exc)
         if op == "call" and want_progress:
             out["progress"] = progress.seen
         if task_id is not None and task_id in self.token_of_task and op != "call_task":
@@ -264,91 +244,58 @@ class Host:
         return out
 
 
-def _http_client(args: argparse.Namespace) -> Any:
-    from mcp.shared._httpx_utils import create_mcp_http_client
+@asynccontextmanager
+async def open_session(
+    url: str | None,
+    *,
+    command: tuple[str, list[str], dict[str, str] | None] | None = None,
+    headers: dict[str, str] | None = None,
+    timeout: float,
+    **session_options: Any,
+) -> AsyncIterator[tuple[ClientSession, types.InitializeResult]]:
+    """An initialized ``ClientSession`` over Streamable HTTP at ``url`` (or, with ``url`` None, over
+    stdio to ``command`` = (program, args, env)) and its ``InitializeResult``."""
+    async with AsyncExitStack() as stack:
+        if url is None:
+            assert command is not None
+            program, program_args, env = command
+            params = StdioServerParameters(command=program, args=program_args, env=env)
+            read, write = await stack.enter_async_context(stdio_client(params))
+        else:
+            from mcp.client.streamable_http import streamable_http_client
+            from mcp.shared._httpx_utils import create_mcp_http_client
 
-    headers = {}
-    for raw in args.headers:
-        name, _, value = raw.partition(":")
-        headers[name.strip()] = value.strip()
-    return create_mcp_http_client(headers=headers or None)
+            http = await stack.enter_async_context(create_mcp_http_client(headers=headers or None))
+            read, write, _sid = await stack.enter_async_context(streamable_http_client(url, http_client=http))
+        session = await stack.enter_async_context(
+            ClientSession(read, write, read_timeout_seconds=timedelta(seconds=timeout), **session_options)
+        )
+        yield session, await session.initialize()
 
 
 async def _main(args: argparse.Namespace, steps: list[dict[str, Any]]) -> int:
     host = Host()
-    connected = False
-    try:
-        async with AsyncExitStack() as stack:
-            if args.stdio:
-                if not args.command:
-                    raise SystemExit("--stdio needs a command after --")
-                env = dict(item.partition("=")[::2] for item in args.env) or None
-                params = StdioServerParameters(command=args.command[0], args=args.command[1:], env=env)
-                read, write = await stack.enter_async_context(stdio_client(params))
-            else:
-                from mcp.client.streamable_http import streamable_http_client
-
-                http = await stack.enter_async_context(_http_client(args))
-                read, write, _sid = await stack.enter_async_context(streamable_http_client(args.url, http_client=http))
-            session = await stack.enter_async_context(
-                ClientSession(
-                    read,
-                    write,
-                    read_timeout_seconds=timedelta(seconds=args.timeout),
-                    message_handler=host.on_message,
-                    client_info=CLIENT_INFO,
-                )
-            )
-            init = await session.initialize()
-            host.session = session
-            connected = True
-            _emit(
-                {
-                    "op": "connect",
-                    "ok": True,
-                    "protocolVersion": init.protocolVersion,
-                    "serverInfo": _dump(init.serverInfo),
-                    "capabilities": _dump(init.capabilities),
-                    "instructions": init.instructions,
-                }
-            )
-            for n, step in enumerate(steps, start=1):
-                _emit(await host.run_step(step, n))
-    except BaseException as exc:
-        if isinstance(_leaf(exc), KeyboardInterrupt):
-            raise
-        if isinstance(exc, SystemExit):
-            raise
-        if not connected:
-            _emit({"op": "connect", "ok": False, "error": _error(exc)})
-            return 2
-        _emit({"op": "disconnect", "ok": False, "error": _error(exc)})
-    return 0
+    return await run_host(
+        lambda: open_session(
+            None if args.stdio else args.url,
+            command=stdio_command(args) if args.stdio else None,
+            headers=parse_headers(args.headers),
+            timeout=args.timeout,
+            message_handler=host.on_message,
+            client_info=CLIENT_INFO,
+        ),
+        host.connected,
+        lambda _opened, step, n: host.run_step(step, n),
+        steps,
+        error,
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
-    command: list[str] = []
-    if "--" in argv:
-        i = argv.index("--")
-        argv, command = argv[:i], argv[i + 1 :]
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    target = parser.add_mutually_exclusive_group(required=True)
-    target.add_argument("--url", help="Streamable HTTP endpoint, e.g. http://127.0.0.1:8000/mcp")
-    target.add_argument("--stdio", action="store_true", help="spawn the server given after --")
-    parser.add_argument("--script", default="[]", help="JSON list of steps, or @FILE")
-    parser.add_argument("--timeout", type=float, default=30.0, help="default per-request read timeout (s)")
+    parser = host_parser(__doc__, stdio=True)
     parser.add_argument("--header", dest="headers", action="append", default=[], help="'Name: value' (HTTP)")
     parser.add_argument("--env", action="append", default=[], help="NAME=VALUE for the spawned command (stdio)")
-    args = parser.parse_args(argv)
-    args.command = command
-    script = args.script
-    if script.startswith("@"):
-        with open(script[1:], encoding="utf-8") as f:
-            script = f.read()
-    steps = json.loads(script)
-    if not isinstance(steps, list):
-        parser.error("--script must be a JSON list of steps")
+    args, steps = parse_cli(parser, argv, command=True)
     return anyio.run(_main, args, steps)
 
 

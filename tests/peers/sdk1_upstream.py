@@ -32,9 +32,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
-import time
 import uuid
 import warnings
 from typing import Any
@@ -42,18 +40,11 @@ from typing import Any
 import anyio
 import mcp.types as types
 from mcp.server.lowlevel import Server
+from peer_common import Events, serve_uvicorn
 
 warnings.filterwarnings("ignore", category=DeprecationWarning)
 
-_events_path: str | None = None
-
-
-def _event(event: str, **fields: Any) -> None:
-    if _events_path is None:
-        return
-    line = json.dumps({"event": event, "t": time.time(), "pid": os.getpid(), **fields})
-    with open(_events_path, "a", encoding="utf-8") as f:
-        f.write(line + "\n")
+_event = Events()  # --events FILE
 
 
 def _text(text: str, is_error: bool = False) -> types.CallToolResult:
@@ -181,7 +172,6 @@ async def run_stdio(server: Server) -> None:
 
 def run_http(server: Server, port: int, ready_file: str | None) -> None:
     import contextlib
-    import socket
 
     import uvicorn
     from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
@@ -199,30 +189,11 @@ def run_http(server: Server, port: int, ready_file: str | None) -> None:
             yield
 
     app = Starlette(routes=[Mount("/", app=handle)], lifespan=lifespan)  # /mcp (Mount("/mcp") would redirect to /mcp/)
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", port))
-    sock.listen(128)
-    bound = sock.getsockname()[1]
-    config = uvicorn.Config(app, log_level="warning")
-    uv = uvicorn.Server(config)
-
-    async def main() -> None:
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(uv.serve, [sock])
-            while not uv.started:
-                await anyio.sleep(0.02)
-            if ready_file:
-                tmp = ready_file + ".tmp"
-                with open(tmp, "w") as f:
-                    f.write(str(bound))
-                os.replace(tmp, ready_file)
-
-    anyio.run(main)
+    uv = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
+    anyio.run(serve_uvicorn, uv, port, ready_file)
 
 
 def main() -> None:
-    global _events_path
     parser = argparse.ArgumentParser()
     parser.add_argument("mode", choices=("stdio", "http"))
     parser.add_argument("--port", type=int, default=0)
@@ -230,7 +201,7 @@ def main() -> None:
     parser.add_argument("--events")
     parser.add_argument("--unscoped", action="store_true")
     args = parser.parse_args()
-    _events_path = args.events
+    _event.path = args.events
     server = build_server(args.unscoped)
     if args.mode == "stdio":
         anyio.run(run_stdio, server)

@@ -40,80 +40,61 @@ other exception reports ``code: null`` and ``type``.  The exit code is 0 even wh
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 import warnings
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 import anyio
 from mcp import Client, StdioServerParameters
 from mcp.shared.exceptions import MCPError
 from mcp_types import Implementation
+from peer_common import (
+    Progress,
+    error_of,
+    host_parser,
+    http_request_logger,
+    parse_cli,
+    parse_headers,
+    run_host,
+    run_parallel,
+    stdio_command,
+    step_errors,
+    step_line,
+)
 from pydantic import BaseModel
 
 CLIENT_INFO = Implementation(name="sdk2-host", version="2.3-peer")
 
 
-def _emit(line: dict[str, Any]) -> None:
-    sys.stdout.write(json.dumps(line, default=str) + "\n")
-    sys.stdout.flush()
-
-
-def _dump(value: Any) -> Any:
+def dump(value: Any) -> Any:
     if isinstance(value, BaseModel):
         return value.model_dump(by_alias=True, exclude_none=True, exclude_unset=True, mode="json")
     return value
 
 
-def _leaf(exc: BaseException) -> BaseException:
-    """The first non-group exception inside (possibly nested) exception groups."""
-    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
-        exc = exc.exceptions[0]
-    return exc
-
-
-def _error(exc: BaseException) -> dict[str, Any]:
-    exc = _leaf(exc)
-    if isinstance(exc, MCPError):
-        err: dict[str, Any] = {"code": exc.code, "message": exc.message}
-        if exc.data is not None:
-            err["data"] = exc.data
-        return err
-    return {"code": None, "message": str(exc) or repr(exc), "type": type(exc).__name__}
-
-
-class _Progress:
-    def __init__(self) -> None:
-        self.seen: list[dict[str, Any]] = []
-
-    async def __call__(self, progress: float, total: float | None, message: str | None) -> None:
-        item: dict[str, Any] = {"progress": progress}
-        if total is not None:
-            item["total"] = total
-        if message is not None:
-            item["message"] = message
-        self.seen.append(item)
+def error(exc: BaseException) -> dict[str, Any]:
+    return error_of(exc, MCPError)
 
 
 async def _run_step(client: Client, step: dict[str, Any]) -> dict[str, Any]:
     op = step.get("op")
-    out: dict[str, Any] = {"op": op, "ok": True}  # "ok" stays the second key
-    if "id" in step:
-        out["id"] = step["id"]
-    progress = _Progress()
+    out = step_line(step)
+    progress = Progress()
     want_progress = bool(step.get("progress")) or op == "call_cancel"
-    try:
+    with step_errors(out, error):
         if op == "list_tools":
-            out["result"] = _dump(await client.list_tools())
+            out["result"] = dump(await client.list_tools())
         elif op == "list_resources":
-            out["result"] = _dump(await client.list_resources())
+            out["result"] = dump(await client.list_resources())
         elif op == "list_prompts":
-            out["result"] = _dump(await client.list_prompts())
+            out["result"] = dump(await client.list_prompts())
         elif op == "ping":
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")  # ping is deprecated (removed at 2026-07-28)
-                out["result"] = _dump(await client.send_ping())
+                out["result"] = dump(await client.send_ping())
         elif op == "sleep":
             await anyio.sleep(float(step.get("seconds", 0)))
             out["result"] = {}
@@ -124,7 +105,7 @@ async def _run_step(client: Client, step: dict[str, Any]) -> dict[str, Any]:
                 read_timeout_seconds=step.get("timeout"),
                 progress_callback=progress if want_progress else None,
             )
-            out["result"] = _dump(result)
+            out["result"] = dump(result)
         elif op == "call_cancel":
             after = float(step.get("after", 0.5))
             started = time.monotonic()
@@ -142,141 +123,83 @@ async def _run_step(client: Client, step: dict[str, Any]) -> dict[str, Any]:
             out["cancelled"] = scope.cancelled_caught
             out["elapsed"] = round(time.monotonic() - started, 3)
             if result is not None:
-                out["result"] = _dump(result)
+                out["result"] = dump(result)
             # Give the courtesy cancel a moment to reach the peer before the next step.
             await anyio.sleep(float(step.get("settle", 0.1)))
         elif op == "parallel":
-            results: list[dict[str, Any] | None] = [None] * len(step.get("steps", []))
-
-            async def run_one(i: int, sub: dict[str, Any]) -> None:
-                results[i] = await _run_step(client, sub)
-
-            async with anyio.create_task_group() as tg:
-                for i, sub in enumerate(step.get("steps", [])):
-                    tg.start_soon(run_one, i, sub)
-            out["results"] = results
+            out["results"] = await run_parallel(
+                step.get("steps", []), lambda sub: _run_step(client, sub), anyio.create_task_group
+            )
         else:
             raise ValueError(f"unknown op {op!r}")
-    except Exception as exc:  # report every step failure as data, never crash the run
-        out["ok"] = False
-        out["error"] = _error(exc)
-        if want_progress:
-            out["progress"] = progress.seen
-        return out
     if want_progress:
         out["progress"] = progress.seen
     return out
 
 
+def stdio_server(args: argparse.Namespace) -> StdioServerParameters:
+    """``--stdio``: the server command after ``--``, with the ``--env`` variables."""
+    program, program_args, env = stdio_command(args)
+    return StdioServerParameters(command=program, args=program_args, env=env)
+
+
 def _build_server(args: argparse.Namespace) -> Any:
     if args.stdio:
-        if not args.command:
-            raise SystemExit("--stdio needs a command after --")
-        env = dict(item.partition("=")[::2] for item in args.env) or None
-        return StdioServerParameters(command=args.command[0], args=args.command[1:], env=env)
+        return stdio_server(args)
     if not args.headers and not args.log_http:
         return args.url
     from mcp.client.streamable_http import streamable_http_client
     from mcp.shared._httpx_utils import create_mcp_http_client
 
-    headers = {}
-    for raw in args.headers:
-        name, _, value = raw.partition(":")
-        headers[name.strip()] = value.strip()
-    http_client = create_mcp_http_client(headers=headers or None)
+    http_client = create_mcp_http_client(headers=parse_headers(args.headers) or None)
     if args.log_http:
-        log_path = args.log_http
-
-        async def log_request(request: Any) -> None:
-            line: dict[str, Any] = {"method": request.method, "url": str(request.url), "headers": dict(request.headers)}
-            try:
-                body = request.content
-            except Exception:  # a streaming body is not readable here
-                body = b""
-            if body:
-                try:
-                    line["body"] = json.loads(body)
-                except ValueError:
-                    line["body"] = body.decode("utf-8", "replace")
-            with open(log_path, "a", encoding="utf-8") as f:
-                f.write(json.dumps(line) + "\n")
-
-        http_client.event_hooks["request"].append(log_request)
+        http_client.event_hooks["request"].append(http_request_logger(args.log_http))
     # The transport does not own a client passed to it; close it with the run.
     args._owned_http_client = http_client
     return streamable_http_client(args.url, http_client=http_client)
 
 
+def _connect_line(client: Client) -> dict[str, Any]:
+    return {
+        "op": "connect",
+        "ok": True,
+        "protocolVersion": client.protocol_version,
+        "era": "modern" if client.session.discover_result is not None else "legacy",
+        "serverInfo": dump(client.server_info),
+        "capabilities": dump(client.server_capabilities),
+        "instructions": client.instructions,
+    }
+
+
 async def _main(args: argparse.Namespace, steps: list[dict[str, Any]]) -> int:
     server = _build_server(args)
     owned = getattr(args, "_owned_http_client", None)
-    connected = False
-    try:
+
+    @asynccontextmanager
+    async def connect() -> AsyncIterator[Client]:
         if owned is not None:
             await owned.__aenter__()
-        client = Client(
-            server,
-            mode=args.mode,
-            client_info=CLIENT_INFO,
-            read_timeout_seconds=args.timeout,
-            cache=None,  # every list goes to the wire
-        )
-        async with client:
-            session = client.session
-            connected = True
-            _emit(
-                {
-                    "op": "connect",
-                    "ok": True,
-                    "protocolVersion": client.protocol_version,
-                    "era": "modern" if session.discover_result is not None else "legacy",
-                    "serverInfo": _dump(client.server_info),
-                    "capabilities": _dump(client.server_capabilities),
-                    "instructions": client.instructions,
-                }
-            )
-            for step in steps:
-                _emit(await _run_step(client, step))
-    except BaseException as exc:
-        if isinstance(_leaf(exc), KeyboardInterrupt):
-            raise
-        if not connected:
-            _emit({"op": "connect", "ok": False, "error": _error(exc)})
-            return 2
-        # The connection broke mid-run (or on close): report it, the steps already printed stand.
-        _emit({"op": "disconnect", "ok": False, "error": _error(exc)})
+        # cache=None: every list goes to the wire
+        async with Client(
+            server, mode=args.mode, client_info=CLIENT_INFO, read_timeout_seconds=args.timeout, cache=None
+        ) as client:
+            yield client
+
+    try:
+        return await run_host(connect, _connect_line, lambda client, step, _n: _run_step(client, step), steps, error)
     finally:
         if owned is not None:
             with anyio.CancelScope(shield=True):
                 await owned.__aexit__(None, None, None)
-    return 0
 
 
 def main(argv: list[str] | None = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
-    command: list[str] = []
-    if "--" in argv:
-        i = argv.index("--")
-        argv, command = argv[:i], argv[i + 1 :]
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    target = parser.add_mutually_exclusive_group(required=True)
-    target.add_argument("--url", help="Streamable HTTP endpoint, e.g. http://127.0.0.1:8000/mcp")
-    target.add_argument("--stdio", action="store_true", help="spawn the server given after --")
+    parser = host_parser(__doc__, stdio=True)
     parser.add_argument("--mode", default="auto", help="legacy | auto | 2026-07-28")
-    parser.add_argument("--script", default="[]", help="JSON list of steps, or @FILE")
-    parser.add_argument("--timeout", type=float, default=30.0, help="default per-request read timeout (s)")
     parser.add_argument("--header", dest="headers", action="append", default=[], help="'Name: value' (HTTP)")
     parser.add_argument("--log-http", default=None, help="append outgoing HTTP requests as JSON lines (HTTP)")
     parser.add_argument("--env", action="append", default=[], help="NAME=VALUE for the spawned command (stdio)")
-    args = parser.parse_args(argv)
-    args.command = command
-    script = args.script
-    if script.startswith("@"):
-        with open(script[1:], encoding="utf-8") as f:
-            script = f.read()
-    steps = json.loads(script)
-    if not isinstance(steps, list):
-        parser.error("--script must be a JSON list of steps")
+    args, steps = parse_cli(parser, argv, command=True)
     return anyio.run(_main, args, steps)
 
 

@@ -26,25 +26,15 @@ really reached the upstream.
 from __future__ import annotations
 
 import argparse
-import json
-import os
 import sys
-import time
 
 import anyio
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.shared.exceptions import MCPError
+from peer_common import Events
 
-_events_path: str | None = None
-
-
-def _event(name: str, **fields: object) -> None:
-    if _events_path is None:
-        return
-    line = json.dumps({"event": name, "t": time.time(), "pid": os.getpid(), **fields})
-    with open(_events_path, "a", encoding="utf-8") as f:
-        f.write(line + "\n")
+_event = Events()  # --events FILE
 
 
 def build_server() -> MCPServer:
@@ -90,13 +80,12 @@ def build_server() -> MCPServer:
 
 
 def main(argv: list[str] | None = None) -> int:
-    global _events_path
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("transport", choices=["stdio", "http"])
     parser.add_argument("--port", type=int, default=0, help="TCP port on 127.0.0.1 (http only)")
     parser.add_argument("--events", default=None, help="append JSON event lines to this file")
     args = parser.parse_args(argv)
-    _events_path = args.events
+    _event.path = args.events
 
     server = build_server()
     if args.transport == "stdio":
