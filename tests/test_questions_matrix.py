@@ -585,6 +585,7 @@ def test_host_answers_are_recorded_in_the_question_history(gw: Gateway) -> None:
     lines = gw.host("sdk1", steps).lines()
     assert all(line["ok"] for line in lines), lines
     messages = [s["args"]["message"] for s in steps]
+
     def answered_rows() -> dict[str, dict[str, Any]]:
         rows = {h["params"]["message"]: h for h in gw.history() if h["params"].get("message") in messages}
         return rows if len(rows) == len(messages) and all(r["status"] == "answered" for r in rows.values()) else {}

@@ -358,7 +358,7 @@ class Surface:
 
     @staticmethod
     def tool(name: str) -> dict[str, Any] | None:
-        return next((t for t in TOOLS + [DYNAMIC_TOOL] if t["name"] == name), None)
+        return next((t for t in [*TOOLS, DYNAMIC_TOOL] if t["name"] == name), None)
 
     # ---- resources -----------------------------------------------------------------------------
     async def read_resource(self, call: Call) -> dict[str, Any]:
