@@ -40,10 +40,12 @@ async def running(path: Path, *, resume: Call | None = None) -> AsyncIterator[Ta
     engine = TaskEngine(TaskStore(path))
     engine.resume = resume
     async with anyio.create_task_group() as tg:
-        await engine.start(tg)
-        yield engine
-        await engine.close()
-        tg.cancel_scope.cancel()
+        try:
+            await engine.start(tg)
+            yield engine
+        finally:  # also after a failed assertion: an open aiosqlite thread would keep pytest alive
+            await engine.close()
+            tg.cancel_scope.cancel()
 
 
 async def seed(path: Path, *tasks: Task) -> None:
@@ -52,9 +54,11 @@ async def seed(path: Path, *tasks: Task) -> None:
     await store.open()
     async with anyio.create_task_group() as tg:
         tg.start_soon(store.run_writer)
-        for task in tasks:
-            await store.put(task)
-        await store.close()
+        try:
+            for task in tasks:
+                await store.put(task)
+        finally:
+            await store.close()
 
 
 def record(
@@ -316,8 +320,9 @@ async def test_the_sweep_deletes_expired_tasks_and_stops_their_work(
     monkeypatch.setattr(engine_module, "EXPIRY_EVERY_S", 0.01)
     started, stopped = anyio.Event(), anyio.Event()
     async with running(tmp_path / "mcpx.db") as engine:
-        task = await create(engine, blocked_forever(started, stopped), ttl_ms=1)
+        task = await create(engine, blocked_forever(started, stopped), ttl_ms=100)
         with anyio.fail_after(5):
+            await started.wait()
             await stopped.wait()  # the sweep cancelled the work
             while await engine.store.get(task.id) is not None:
                 await anyio.sleep(0.01)
@@ -496,17 +501,24 @@ async def test_without_a_resume_callback_upstream_tasks_fail_as_restarted(tmp_pa
 @pytest.mark.xfail(strict=True, reason="bug: engine.close() closes the store under a task's question clean-up")
 async def test_closing_the_engine_while_a_task_waits_for_input_ends_cleanly(tmp_path: Path) -> None:
     db = tmp_path / "mcpx.db"
+    engine = TaskEngine(TaskStore(db))
+    changes = Changes(engine)
+
+    async def call(task: Task) -> dict[str, Any]:
+        await engine.ask(task.id, {"a": {}})
+        return RESULT
+
     with anyio.fail_after(10):
-        async with running(db) as engine:
-            changes = Changes(engine)
-
-            async def call(task: Task) -> dict[str, Any]:
-                await engine.ask(task.id, {"a": {}})
-                return RESULT
-
+        async with anyio.create_task_group() as tg:  # as the daemon runs it
+            await engine.start(tg)
             task = await create(engine, call, era="modern")
             await changes.next(asking(changes, "1-a"))
-    async with running(db, resume=None) as engine:
+            # Shielded so that the store's own close completes even when the task group fails
+            # (else aiosqlite's thread outlives the event loop and trips the next test).
+            with anyio.CancelScope(shield=True):
+                await engine.close()
+            tg.cancel_scope.cancel()
+    async with running(db) as engine:
         after = await engine.get(task.id)
     assert after is not None and after.status == FAILED and after.status_message == RESTARTED
 
