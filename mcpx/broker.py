@@ -1,10 +1,14 @@
 """Questions upstreams ask mid-call, as stored rows that whoever can answer first answers.
 
 A question (form or URL elicitation, sampling, roots) is opened by a 2025 upstream's server
-request, a 2026 upstream's `input_required`, or an upstream task's `inputRequests`. It is attached
-to the call or task that caused it only when that is certain. It may be answered by the host (mcpx
-asks it in the host's own era) or by an operator (`/v1/questions`); the first answer wins and
-later ones are ignored; at expiry an elicitation is answered `cancel`, anything else fails.
+request, a 2026 upstream's `input_required`, or an upstream task's `inputRequests`. It belongs to
+a task only when that is certain. It is asked of the host in the host's own era when the host
+declared the capability, and open to an operator (`/v1`, the console) in any case; the first
+answer wins and later ones are refused. A question nobody can answer (the host lacks the
+capability and no operator is attached, `questions.waitForOperator`) is answered at once the way
+a client without the capability would: with an error. At expiry an elicitation is answered
+`cancel`; anything else fails. A question whose call ends first closes with it.
+Every change is stored with its `question.*` event.
 """
 
 from __future__ import annotations
@@ -13,59 +17,59 @@ import logging
 import secrets
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import asdict, dataclass, field
-from typing import Any
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal
 
 import anyio
 
-from .protocol.errors import InternalError
-from .tasks.store import StoreError, TaskStore
+from .events import Event, EventBus
+from .protocol.errors import InternalError, McpError, MethodNotFound, UpstreamError
+from .questions import CAPABILITY_FOR, Action, Question, operator_answer
+from .store import Store, StoreError
 
 log = logging.getLogger("mcpx.broker")
 
-KIND = {"elicitation/create": "elicitation", "sampling/createMessage": "sampling", "roots/list": "roots"}
 DEFAULT_EXPIRY_S = 600.0
-HostAsk = Callable[["Question"], Awaitable[dict[str, Any]]]
+HostAsk = Callable[[Question], Awaitable[dict[str, Any]]]
+# Told once when a question starts waiting for an operator: what the host should see meanwhile.
+OnWaiting = Callable[[str], Awaitable[None]]
+WaitPolicy = Literal["attached", "always"]
 
 
-@dataclass
-class Question:
-    id: str
-    upstream: str
-    method: str
-    params: dict[str, Any]
-    created_ms: int
-    expires_ms: int
-    call: str | None = None  # "task:<id>" or "call:<connection>:<request id>", only when certain
-    host: str | None = None  # the host connection that can be asked, if any
-    status: str = "open"  # open | answered | expired
-    answered_by: str | None = None  # "host:<connection>" | "operator:<name>" | "expiry"
-    answer: dict[str, Any] | None = None
+class NotOpen(Exception):
+    """The question exists but is no longer open (HTTP 409)."""
 
-    @property
-    def kind(self) -> str:
-        if self.method == "elicitation/create" and self.params.get("mode") == "url":
-            return "url-elicitation"
-        return KIND.get(self.method, self.method)
 
-    def public(self) -> dict[str, Any]:
-        out = asdict(self)
-        out["kind"] = self.kind
-        return out
+class UnknownQuestion(Exception):
+    """No question has this id (HTTP 404)."""
 
 
 @dataclass
 class _Waiting:
     question: Question
     done: anyio.Event = field(default_factory=anyio.Event)
+    error: BaseException | None = None  # what the upstream gets instead of an answer
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
 
 
 class Broker:
     def __init__(
-        self, store: TaskStore | None = None, on_change: Callable[[Question], Awaitable[None]] | None = None
+        self,
+        store: Store,
+        bus: EventBus | None = None,
+        *,
+        wait_for_operator: WaitPolicy = "attached",
+        operator_grace_s: float = 2.0,
+        expiry_s: float = DEFAULT_EXPIRY_S,
     ) -> None:
         self.store = store
-        self.on_change = on_change
+        self.bus = bus or EventBus()
+        self.wait_for_operator = wait_for_operator
+        self.operator_grace_s = operator_grace_s
+        self.expiry_s = expiry_s
         self._open: dict[str, _Waiting] = {}
 
     def open_questions(self) -> list[Question]:
@@ -81,76 +85,156 @@ class Broker:
         upstream: str,
         method: str,
         params: dict[str, Any],
-        call: str | None,
-        host: str | None,
+        task_id: str | None,
+        connection: str | None,
         host_ask: HostAsk | None,
-        expiry_s: float = DEFAULT_EXPIRY_S,
+        on_waiting: OnWaiting | None = None,
+        qid: str | None = None,
     ) -> dict[str, Any]:
         """Open a question and return the first answer: the host's (if it can be asked), an
-        operator's, or the expiry default."""
-        now = int(time.time() * 1000)
+        operator's, or the expiry default. Raises what the upstream should get as an error."""
+        now = _now_ms()
         q = Question(
-            secrets.token_urlsafe(12), upstream, method, dict(params), now, now + int(expiry_s * 1000), call, host
+            qid or secrets.token_urlsafe(12),
+            upstream,
+            method,
+            dict(params),
+            now,
+            now + int(self.expiry_s * 1000),
+            task_id=task_id,
+            connection=connection,
+            host_can_answer=host_ask is not None,
         )
         waiting = _Waiting(q)
         self._open[q.id] = waiting
-        await self._persist(q)
-        failure: list[BaseException] = []
+        try:
+            await self._store(q, Event("question.opened", q.wire(), task_id, connection, q.id))
+        except StoreError as exc:
+            self._open.pop(q.id, None)
+            raise InternalError(f"mcpx could not record the upstream's {method}: {exc}") from None
+        except BaseException:  # cancelled while the row was written: no ghost question stays open
+            self._open.pop(q.id, None)
+            raise
         try:
             async with anyio.create_task_group() as tg:
                 if host_ask is not None:
-
-                    async def from_host() -> None:
-                        try:
-                            answer = await host_ask(q)
-                        except Exception as exc:  # noqa: BLE001 - whatever the host did, the question is settled below
-                            log.info("question %s: the host could not answer: %s", q.id, exc)
-                            if q.method != "elicitation/create":
-                                failure.append(exc)  # no operator stand-in for sampling or roots
-                                waiting.done.set()
-                            return  # an elicitation may still be answered by an operator
-                        await self.answer(q.id, answer, f"host:{host}")
-
-                    tg.start_soon(from_host)
-                with anyio.move_on_after(expiry_s):
+                    tg.start_soon(self._from_host, waiting, host_ask)
+                else:
+                    tg.start_soon(self._need_operator, waiting, on_waiting)
+                with anyio.move_on_after(self.expiry_s):
                     await waiting.done.wait()
                 tg.cancel_scope.cancel()
-            if q.status == "open" and failure:
-                raise failure[0]
-            if q.status == "open":
-                await self._expire(q)
         finally:
             self._open.pop(q.id, None)
+            if q.status == "open":  # its call ended first (cancelled, timed out), or it expired
+                with anyio.CancelScope(shield=True):
+                    expired = waiting.done.is_set() is False and _now_ms() >= q.expires_ms
+                    await self._expire(q, f"expired after {self.expiry_s:g} s" if expired else "the call ended")
+        if waiting.error is not None:
+            raise waiting.error
         if q.answer is None:
             raise InternalError(f"nobody answered the upstream's {method} in time")
         return q.answer
+
+    async def _from_host(self, waiting: _Waiting, host_ask: HostAsk) -> None:
+        q = waiting.question
+        try:
+            answer = await host_ask(q)
+        except Exception as exc:  # noqa: BLE001 - whatever the host did, the question is settled here
+            log.info("question %s: the host could not answer: %s", q.id, exc)
+            if q.method != "elicitation/create":
+                # The host's own error is its answer: no operator stand-in for sampling or roots.
+                error = exc.error if isinstance(exc, UpstreamError) else {"code": -32603, "message": str(exc)}
+                await self._settle(q, None, error, f"host:{q.connection}")
+                waiting.error = exc if isinstance(exc, (UpstreamError, McpError)) else UpstreamError(error)
+                waiting.done.set()
+            return  # an elicitation may still be answered by an operator
+        await self.answer(q.id, answer, f"host:{q.connection}")
+
+    async def _need_operator(self, waiting: _Waiting, on_waiting: OnWaiting | None) -> None:
+        """Nobody but an operator can answer: wait for one to attach (briefly), or give the
+        upstream the answer of a client without the capability."""
+        q = waiting.question
+        if self.wait_for_operator == "attached" and not self.bus.operators():
+            with anyio.move_on_after(self.operator_grace_s):
+                await self.bus.operator_attached()
+            if not self.bus.operators():
+                capability = CAPABILITY_FOR.get(q.method, q.method)
+                reason = f"the host did not declare {capability} and no operator is attached"
+                error = MethodNotFound(f"Method not found: {q.method} ({reason})")
+                await self._expire(q, reason, error.to_error())
+                waiting.error = error
+                waiting.done.set()
+                return
+        if on_waiting is not None:
+            try:
+                await on_waiting(f"waiting for an operator to answer {q.upstream}'s {q.kind} question")
+            except Exception:
+                log.debug("question %s: could not tell the host it waits", q.id, exc_info=True)
 
     async def answer(self, qid: str, answer: dict[str, Any], by: str) -> bool:
         """First answer wins; later ones (and unknown ids) are ignored. True when it was taken."""
         waiting = self._open.get(qid)
         if waiting is None or waiting.question.status != "open":
             return False
-        q = waiting.question
-        q.status, q.answered_by, q.answer = "answered", by, answer
         with anyio.CancelScope(shield=True):  # the row is written before anyone is woken
-            await self._persist(q)
+            await self._settle(waiting.question, answer, None, by)
         waiting.done.set()
         return True
 
-    async def _expire(self, q: Question) -> None:
-        q.status, q.answered_by = "expired", "expiry"
-        # An elicitation nobody answered is declined politely; other kinds have no neutral answer.
-        q.answer = {"action": "cancel"} if q.method == "elicitation/create" else None
-        await self._persist(q)
+    async def answer_as_operator(
+        self, qid: str, action: Action, *, content: object = None, result: object = None, by: str
+    ) -> Question:
+        """An operator's answer, checked against the question (AnswerError), refused when the
+        question is no longer open (NotOpen) or never was (UnknownQuestion)."""
+        waiting = self._open.get(qid)
+        if waiting is None:
+            stored = await self.store.get_question(qid)
+            if stored is None:
+                raise UnknownQuestion(qid)
+            raise NotOpen(f"question {qid} is already {stored.status}")
+        out = operator_answer(waiting.question, action, content, result)
+        if isinstance(out, tuple):
+            code, message = out
+            waiting.error = UpstreamError({"code": code, "message": message})
+            with anyio.CancelScope(shield=True):
+                await self._settle(waiting.question, None, {"code": code, "message": message}, by, action=action)
+            waiting.done.set()
+        elif not await self.answer(qid, out, by):
+            raise NotOpen(f"question {qid} was answered meanwhile")
+        return waiting.question
 
-    async def _persist(self, q: Question) -> None:
-        if self.store is not None:
-            try:
-                await self.store.put_question(q.id, q.public())
-            except StoreError as exc:  # the answer path must not die with the audit row
-                log.warning("question %s not stored: %s", q.id, exc)
-        if self.on_change is not None:
-            try:
-                await self.on_change(q)
-            except Exception:
-                log.debug("question listener failed", exc_info=True)
+    async def _settle(
+        self,
+        q: Question,
+        answer: dict[str, Any] | None,
+        error: dict[str, Any] | None,
+        by: str,
+        action: str | None = None,
+    ) -> None:
+        q.status, q.answered_by, q.answer, q.error, q.closed_ms = "answered", by, answer, error, _now_ms()
+        data: dict[str, Any] = {
+            "by": by,
+            "action": action or (answer or {}).get("action") or ("error" if error else "accept"),
+        }
+        if answer is not None:
+            data["answer"] = answer
+        if error is not None:
+            data["error"] = error
+        await self._store(q, Event("question.answered", data, q.task_id, q.connection, q.id, by=by), tolerate=True)
+
+    async def _expire(self, q: Question, reason: str, error: dict[str, Any] | None = None) -> None:
+        q.status, q.answered_by, q.closed_ms, q.reason, q.error = "expired", "mcpx", _now_ms(), reason, error
+        # An elicitation nobody answered in time is declined politely; other kinds have no neutral answer.
+        if error is None and q.method == "elicitation/create" and reason.startswith("expired"):
+            q.answer = {"action": "cancel"}
+        event = Event("question.expired", {"reason": reason}, q.task_id, q.connection, q.id, by="mcpx")
+        await self._store(q, event, tolerate=True)
+
+    async def _store(self, q: Question, event: Event, *, tolerate: bool = False) -> None:
+        try:
+            await self.store.put_question(replace(q), [event])
+        except StoreError as exc:
+            if not tolerate:
+                raise
+            log.warning("question %s: %s not stored: %s", q.id, event.kind, exc)  # the answer still goes through

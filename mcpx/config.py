@@ -99,6 +99,29 @@ class TasksConfig(_Strict):
     taskAfterMs: int = Field(300, ge=0, description="A modern call still running after this long becomes a task.")
 
 
+class QuestionsConfig(_Strict):
+    waitForOperator: Literal["attached", "always"] = Field(
+        "attached",
+        description="When the host cannot answer a question: `attached` waits for an operator only while one is"
+        " attached (a console), else answers at once as a client without the capability would (an error);"
+        " `always` waits for an operator until the question expires.",
+    )
+    operatorGraceMs: int = Field(
+        2000, ge=0, description="With `attached`: how long a question waits for an operator to attach."
+    )
+    expiryMs: int = Field(600_000, gt=0, description="An unanswered question expires after this long.")
+
+
+class ConnectionsConfig(_Strict):
+    idleCloseS: float = Field(
+        600.0, gt=0, description="A stateless 2026 host with no request for this long is shown as closed."
+    )
+
+
+class EventsConfig(_Strict):
+    maxRows: int = Field(200_000, gt=0, description="Cap on the event log (the audit log): older events are dropped.")
+
+
 class AuthToken(_Strict):
     principal: str = Field(description="Name of the host principal this token identifies.")
     token: str = Field(min_length=16, description="Bearer token the host sends in `Authorization`.")
@@ -119,6 +142,9 @@ class Config(BaseModel):
     daemon: DaemonConfig = Field(default_factory=DaemonConfig, description="The daemon's listener.")
     tasks: TasksConfig = Field(default_factory=TasksConfig, description="Task defaults and limits.")
     auth: AuthConfig | None = Field(None, description="Optional bearer-token auth for /mcp.")
+    questions: QuestionsConfig = Field(default_factory=QuestionsConfig, description="Questions upstreams ask.")
+    connections: ConnectionsConfig = Field(default_factory=ConnectionsConfig, description="The connection registry.")
+    events: EventsConfig = Field(default_factory=EventsConfig, description="The event log.")
 
     @model_validator(mode="after")
     def _unique_names(self) -> Config:

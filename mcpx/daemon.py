@@ -18,18 +18,23 @@ from typing import Any
 import anyio
 import uvicorn
 from starlette.applications import Starlette
-from starlette.routing import Route, WebSocketRoute
+from starlette.routing import Mount, Route, WebSocketRoute
 
 from . import __version__, state
 from .api import v1
+from .api.feed import FeedEndpoint
+from .broker import Broker
 from .config import Config
+from .connections import ConnectionRegistry
+from .events import EventBus
 from .host.dispatch import Dispatcher
 from .host.http import McpEndpoint
 from .host.router import HostRouter
 from .host.shim_endpoint import ShimEndpoint
 from .host.subscriptions import Hub
+from .operations import Operations
+from .store.sqlite import SqliteStore
 from .tasks.engine import TaskEngine
-from .tasks.store import TaskStore
 from .upstream import upstream_tasks
 from .upstream.pool import UpstreamPool, UpstreamServer
 
@@ -54,23 +59,37 @@ class Daemon:
         self.started = time.time()
         self.pool = UpstreamPool(config, state_dir / "logs")
         self.hub = Hub()
-        self.engine = TaskEngine(TaskStore(state_dir / "mcpx.db"))
-        self.dispatcher = Dispatcher(config, self.pool, self.hub, self.engine)
+        self.bus = EventBus()
+        store = SqliteStore(state_dir / "mcpx.db", on_commit=self.bus.publish)
+        self.engine = TaskEngine(store, events_cap=config.events.maxRows)
+        self.registry = ConnectionRegistry(store, config.connections.idleCloseS)
+        q = config.questions
+        self.broker = Broker(
+            store,
+            self.bus,
+            wait_for_operator=q.waitForOperator,
+            operator_grace_s=q.operatorGraceMs / 1000,
+            expiry_s=q.expiryMs / 1000,
+        )
+        self.dispatcher = Dispatcher(config, self.pool, self.hub, self.engine, self.broker)
         # Tasks whose upstream call was itself a task resume polling it after a restart.
         self.engine.resume = upstream_tasks.resumer(self.pool, self.engine)
         for server in self.pool.servers.values():
             server.on_change = self._on_change
             server.on_resource_updated = self._on_resource_updated
-        self.router = HostRouter(self.dispatcher)
+        self.router = HostRouter(self.dispatcher, self.registry)
         tokens = {t.token: t.principal for t in (config.auth.tokens if config.auth else [])}
         self.endpoint = McpEndpoint(
             self.router,
             max_body=config.daemon.maxBodyBytes,
             allowed_origins=config.daemon.allowedOrigins,
             tokens=tokens,
-            store=self.engine.store,
+            store=store,
         )
+        self.registry.on_idle_close.append(self.endpoint.forget_stateless)
+        self.operations = Operations(engine=self.engine, broker=self.broker, registry=self.registry, bus=self.bus)
         self.phase = "starting"
+        self.url: str | None = None
         self._server: _Server | None = None
 
     async def _on_change(self, server: UpstreamServer, kinds: tuple[str, ...]) -> None:
@@ -84,13 +103,15 @@ class Daemon:
         if self._server is not None:
             self._server.should_exit = True
 
-    def status(self) -> dict[str, Any]:
+    async def status(self) -> dict[str, Any]:
         return {
             "pid": os.getpid(),
             "version": __version__,
             "phase": self.phase,
             "uptimeS": round(time.time() - self.started, 3),
             "config": str(self.config_path) if self.config_path else None,
+            "stateDir": str(self.state_dir),
+            "url": self.url,
             "upstreams": [
                 {
                     "name": s.key,
@@ -101,10 +122,19 @@ class Daemon:
                     "tools": len(s.tools),
                     "restarts": s.restarts,
                     "lastError": s.last_error,
+                    "exitCode": s.exit_code,
+                    "stderrTail": s.stderr_tail() if s.state != "ready" else [],
+                    "logPath": str(s.log_path) if s.log_path else None,
                 }
                 for s in self.pool.servers.values()
             ],
-            "connections": [c.describe() for c in self.router.connections.values()],
+            "connections": len(self.registry.live),
+            "operators": self.bus.operators(),
+            "subscribers": [
+                {"operator": s.operator, "queued": len(s.queue), "overflowed": s.overflowed}
+                for s in self.bus.subscribers
+            ],
+            "lastSeq": await self.engine.store.last_seq(),
         }
 
     async def run(self, ready: Callable[[int], None] | None = None) -> None:
@@ -118,12 +148,15 @@ class Daemon:
             sock.bind(("127.0.0.1", self.port))
             sock.listen(512)
             port = sock.getsockname()[1]
+            self.url = f"http://127.0.0.1:{port}/mcp"
+            origins = self.config.daemon.allowedOrigins
             app = Starlette(
                 routes=[
                     Route("/mcp", self.endpoint),
                     # A bound method, so Starlette hands it a WebSocket (an instance would be taken as raw ASGI).
                     WebSocketRoute("/v1/stdio", ShimEndpoint(self.router, token).__call__),
-                    *v1.routes(token, self.status, self.dispatcher.broker),
+                    WebSocketRoute("/v1/events", FeedEndpoint(self.engine.store, self.bus, token, origins).__call__),
+                    Mount("", app=v1.build(self.operations, token, self.status, origins)),
                 ]
             )
             server = _Server(
@@ -139,6 +172,8 @@ class Daemon:
             async with anyio.create_task_group() as tg:
                 self.router.tg = tg
                 await self.engine.start(tg)
+                await self.registry.restore()
+                tg.start_soon(self.registry.run)
                 await self.pool.run(tg)
                 tg.start_soon(self._signals, server)
                 # Serve once every upstream had its (bounded) chance to start, so the capabilities

@@ -5,6 +5,17 @@ from __future__ import annotations
 import anyio
 
 
+def first_error(group: BaseExceptionGroup[BaseException]) -> BaseException:
+    """The first real failure inside a task group's exception group (cancellations aside)."""
+    cancelled = anyio.get_cancelled_exc_class()
+    for exc in group.exceptions:
+        if isinstance(exc, BaseExceptionGroup):
+            return first_error(exc)
+        if not isinstance(exc, cancelled):
+            return exc
+    return group
+
+
 async def first_of(*events: anyio.Event) -> None:
     """Return as soon as any one of `events` is set."""
     if any(e.is_set() for e in events):

@@ -12,6 +12,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -310,3 +311,78 @@ def iter_kill(procs: Iterator[subprocess.Popen[bytes]]) -> None:
         if p.poll() is None:
             p.kill()
             p.wait()
+
+
+class Api:
+    """The operator API (`/v1`) of a test daemon, with its token."""
+
+    def __init__(self, daemon: Daemon, timeout: float = 10) -> None:
+        self.client = httpx.Client(
+            base_url=f"http://127.0.0.1:{daemon.port}",
+            headers={"Authorization": f"Bearer {daemon.token}"},
+            timeout=timeout,
+        )
+
+    def get(self, path: str, **kw: Any) -> httpx.Response:
+        return self.client.get(path, **kw)
+
+    def post(self, path: str, **kw: Any) -> httpx.Response:
+        return self.client.post(path, **kw)
+
+    def open_questions(self) -> list[dict[str, Any]]:
+        return self.get("/v1/questions").json()["questions"]
+
+    def history(self, limit: int = 500) -> list[dict[str, Any]]:
+        """Every stored question, newest first."""
+        params = {"status": ["open", "answered", "expired"], "limit": limit}
+        return self.get("/v1/questions", params=params).json()["questions"]
+
+    def answer(self, qid: str, action: str = "accept", by: str = "tester", **body: Any) -> httpx.Response:
+        return self.post(f"/v1/questions/{qid}/answer", json={"action": action, "by": by, **body})
+
+    def close(self) -> None:
+        self.client.close()
+
+    def __enter__(self) -> Api:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class FeedClient:
+    """A `/v1/events` subscriber reading in a thread: every message it got, in order."""
+
+    def __init__(self, daemon: Daemon, **subscribe: Any) -> None:
+        from websockets.sync.client import connect
+
+        self.messages: list[dict[str, Any]] = []
+        self.ws = connect(
+            f"ws://127.0.0.1:{daemon.port}/v1/events",
+            additional_headers={"Authorization": f"Bearer {daemon.token}"},
+            max_size=None,
+        )
+        self.ws.send(json.dumps({"type": "subscribe", **subscribe}))
+        self._thread = threading.Thread(target=self._read, daemon=True)
+        self._thread.start()
+
+    def _read(self) -> None:
+        try:
+            for text in self.ws:
+                self.messages.append(json.loads(text))
+        except Exception:  # closed by close(), or by the daemon stopping
+            pass
+
+    def events(self, kind: str | None = None) -> list[dict[str, Any]]:
+        return [m for m in self.messages if m.get("type") == "event" and (kind is None or m["kind"] == kind)]
+
+    def close(self) -> None:
+        self.ws.close()
+        self._thread.join(5)
+
+
+def operator_attached(daemon: Daemon, name: str = "olga") -> FeedClient:
+    """An attached operator, as a console is: questions the host cannot answer wait for it."""
+    feed = FeedClient(daemon, operator=name)
+    wait_until(lambda: name in daemon.status()["operators"], 10, "operator attached")
+    return feed

@@ -13,7 +13,7 @@ from typing import Any
 
 import httpx
 import pytest
-from harness import ROOT, RawHost, wait_until
+from harness import ROOT, Api, RawHost, operator_attached, wait_until
 
 SERVER = ROOT / "tests" / "conformance" / "server.py"
 ANSWER = {"action": "accept", "content": {"username": "ada", "email": "ada@example.com"}}
@@ -75,7 +75,7 @@ def test_2025_host_answers_the_upstreams_question_on_the_calls_stream(daemon: An
     assert "action=accept" in text and "ada@example.com" in text
 
 
-def test_question_a_host_cannot_be_asked_waits_for_an_operator(daemon: Any, raw_host: Any) -> None:
+def test_question_a_host_cannot_be_asked_waits_for_an_attached_operator(daemon: Any, raw_host: Any) -> None:
     host = raw_host(daemon.url)
     host.initialize()  # declares no elicitation: mcpx may not ask it
     box: dict[str, Any] = {}
@@ -87,31 +87,42 @@ def test_question_a_host_cannot_be_asked_waits_for_an_operator(daemon: Any, raw_
                 "tools/call", {"name": "test_elicitation", "arguments": {"message": "Deploy?"}}
             ).json()
 
+    feed = operator_attached(daemon, "olga")
     t = threading.Thread(target=call)
     t.start()
-    api = httpx.Client(
-        base_url=f"http://127.0.0.1:{daemon.port}", headers={"Authorization": f"Bearer {daemon.token}"}, timeout=10
-    )
-    try:
-        [q] = wait_until(lambda: api.get("/v1/questions").json()["open"], what="open question")
-        assert q["kind"] == "elicitation" and q["upstream"] == "up" and q["params"]["message"] == "Deploy?"
-        assert api.post(f"/v1/questions/{q['id']}/answer", json={"answer": ANSWER, "by": "olga"}).json() == {
-            "taken": True
-        }
-        again = api.post(f"/v1/questions/{q['id']}/answer", json={"answer": {"action": "decline"}, "by": "late"})
-        assert again.status_code == 404  # first answer wins; the question is closed
-        t.join(15)
-        assert "ada@example.com" in box["frame"]["result"]["content"][0]["text"]
-        history = api.get("/v1/questions", params={"all": 1}).json()["history"]
-        assert history[0]["answered_by"] == "operator:olga" and history[0]["status"] == "answered"
-        assert (
-            api.post(
-                "/v1/questions/x/answer", json={"answer": {}}, headers={"Authorization": "Bearer wrong"}
-            ).status_code
-            == 401
-        )
-    finally:
-        api.close()
+    with Api(daemon) as api:
+        try:
+            [q] = wait_until(api.open_questions, what="open question")
+            assert q["kind"] == "elicitation" and q["upstream"] == "up" and q["params"]["message"] == "Deploy?"
+            taken = api.answer(q["id"], "accept", by="olga", content=ANSWER["content"])
+            assert taken.status_code == 200 and taken.json()["answeredBy"] == "operator:olga", taken.text
+            again = api.answer(q["id"], "decline", by="late")
+            assert again.status_code == 409  # first answer wins; the question is closed
+            t.join(15)
+            assert "ada@example.com" in box["frame"]["result"]["content"][0]["text"]
+            [row] = [h for h in api.history() if h["id"] == q["id"]]
+            assert row["answeredBy"] == "operator:olga" and row["status"] == "answered"
+            bad = api.client.post(
+                "/v1/questions/x/answer", json={"action": "cancel"}, headers={"Authorization": "Bearer wrong"}
+            )
+            assert bad.status_code == 401
+            kinds = [e["kind"] for e in feed.events() if e.get("questionId") == q["id"]]
+            assert kinds == ["question.opened", "question.answered"], kinds
+        finally:
+            feed.close()
+
+
+def test_without_an_operator_a_question_the_host_cannot_answer_fails_at_once(daemon: Any, raw_host: Any) -> None:
+    host = raw_host(daemon.url)
+    host.initialize()  # no elicitation, and no console attached: nobody can answer
+    frame = host.legacy("tools/call", {"name": "test_elicitation", "arguments": {"message": "Deploy?"}}).json()
+    # The upstream was answered as a client without the capability answers (an error), so the call
+    # ends now instead of hanging for the question's 10-minute expiry.
+    text = json.dumps(frame)
+    assert "elicitation" in text and ("error" in frame or frame["result"].get("isError")), frame
+    with Api(daemon) as api:
+        [row] = [h for h in api.history() if h["params"].get("message") == "Deploy?"]
+        assert row["status"] == "expired" and "no operator is attached" in row["reason"]
 
 
 def test_2026_host_answers_by_mrtr_retry_and_the_same_upstream_work_resumes(daemon: Any, raw_host: Any) -> None:

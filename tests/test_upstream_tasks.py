@@ -32,7 +32,7 @@ from typing import Any
 
 import anyio
 import pytest
-from harness import UNIT, RawHost, read_jsonl, reply_of, wait_until
+from harness import Api, FeedClient, UNIT, RawHost, read_jsonl, reply_of, wait_until
 from peers.venvs import peer_python
 
 from mcpx.protocol.errors import InternalError, UpstreamError, UpstreamUnavailable
@@ -501,6 +501,32 @@ def test_sdk1_host_task_runs_as_an_upstream_task_and_plain_calls_stay_plain(
     res = reply_of(host.legacy("tasks/result", {"taskId": boom}))["result"]
     assert res["isError"] is True and "kaput" in res["content"][0]["text"]
     print(f"upstream task round trip: {elapsed:.2f} s for a 0.6 s tool")
+
+
+@pytestmark_e2e
+def test_an_upstream_tasks_status_message_reaches_the_host_the_api_and_the_feed(
+    start_daemon: Any, tmp_path: Path, raw_host: Any, sdk1_python: Path, upstream_pids: list[int]
+) -> None:
+    events = tmp_path / "s1.events.jsonl"
+    d = start_daemon(_config(_stdio_entry(sdk1_python, events)), name="um")
+    feed = FeedClient(d, kinds=["task.status"])
+    try:
+        host = raw_host(d.url)
+        host.initialize()
+        tid = _task(host, "s1__slow", {"seconds": 3, "status": "Gathering sources…"})
+        # The upstream says it (and notifies): mcpx's task says it too, long before the end.
+        seen = wait_until(lambda: (t := _status(host, tid)).get("statusMessage") and t, 2.5, "status message")
+        assert seen["statusMessage"] == "Gathering sources…" and seen["status"] == "working"
+        with Api(d) as api:
+            assert api.get(f"/v1/tasks/{tid}").json()["statusMessage"] == "Gathering sources…"
+        assert any(e["data"]["statusMessage"] == "Gathering sources…" for e in feed.events() if e["taskId"] == tid)
+        done = wait_until(lambda: (t := _status(host, tid))["status"] == "completed" and t, 20, "completion")
+        assert reply_of(host.legacy("tasks/result", {"taskId": tid}))["result"]["content"][0]["text"] == (
+            "done after 3 s"
+        )
+        assert done["status"] == "completed"
+    finally:
+        feed.close()
 
 
 @pytestmark_e2e

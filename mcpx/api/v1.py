@@ -1,63 +1,197 @@
-"""The local API (`/v1`): token-protected daemon status and the question broker for operators."""
+"""`/v1`: the operator's REST API (FastAPI; its OpenAPI document, `/v1/openapi.json`, is generated
+from the models in api/models.py). Every route needs the state folder's token; a browser page from
+a foreign origin is refused. The live feed is the websocket `/v1/events` (api/feed.py).
+"""
 
 from __future__ import annotations
 
-import json
 import secrets
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Awaitable, Callable
+from typing import Annotated, Any
 
-from starlette.requests import Request
-from starlette.responses import JSONResponse
-from starlette.routing import Route
+from fastapi import Depends, FastAPI, HTTPException, Path, Query, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
-from ..broker import Broker
+from .. import __version__
+from ..operations import Conflict, NotFound, Operations
+from ..questions import AnswerError, QuestionStatus
+from . import models
+from .origin import origin_allowed
+
+ERRORS: dict[int | str, dict[str, Any]] = {
+    401: {"model": models.ErrorBody, "description": "The state folder's token is missing or wrong."},
+    403: {"model": models.ErrorBody, "description": "A request from a foreign browser origin."},
+    422: {"model": models.ErrorBody, "description": "The request does not fit (the fields say where)."},
+}
+NOT_FOUND: dict[int | str, dict[str, Any]] = {404: {"model": models.ErrorBody, "description": "No such thing."}}
+CONFLICT: dict[int | str, dict[str, Any]] = {409: {"model": models.ErrorBody, "description": "Too late: already done."}}
+_bearer = HTTPBearer(auto_error=False, description="The token in the daemon's state folder (`token`, mode 0600).")
+StatusFn = Callable[[], Awaitable[dict[str, Any]]]
 
 
-def routes(token: str, status: Callable[[], dict[str, Any]], broker: Broker) -> list[Route]:
-    def authorized(request: Request) -> bool:
-        got = request.headers.get("authorization", "")
-        return secrets.compare_digest(got.encode(), f"Bearer {token}".encode())
+def build(ops: Operations, token: str, status: StatusFn, allowed_origins: list[str]) -> FastAPI:
+    async def guard(
+        request: Request, credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)]
+    ) -> None:
+        origin = request.headers.get("origin")
+        if origin is not None and not origin_allowed(origin, allowed_origins):
+            raise HTTPException(403, f"origin {origin!r} is not allowed")
+        given = credentials.credentials if credentials is not None else ""
+        if not secrets.compare_digest(given.encode(), token.encode()):
+            raise HTTPException(401, "the mcpx API token is required", headers={"WWW-Authenticate": "Bearer"})
 
-    def refused() -> JSONResponse:
-        return JSONResponse({"error": "mcpx API token required"}, status_code=401)
+    app = FastAPI(
+        title="mcpx operator API",
+        version=__version__,
+        description="Every task of every host, its questions and its event log. See docs/api.md.",
+        openapi_url="/v1/openapi.json",
+        docs_url=None,
+        redoc_url=None,
+        dependencies=[Depends(guard)],
+        responses=ERRORS,
+    )
 
-    async def get_status(request: Request) -> JSONResponse:
-        if not authorized(request):
-            return refused()
-        return JSONResponse(status())
+    @app.exception_handler(HTTPException)
+    async def http_error(request: Request, exc: HTTPException) -> JSONResponse:
+        return JSONResponse({"error": str(exc.detail)}, exc.status_code, headers=exc.headers)
 
-    async def list_questions(request: Request) -> JSONResponse:
-        """Open questions first-hand; `?all=1` adds the stored history (answered, expired)."""
-        if not authorized(request):
-            return refused()
-        open_ = [q.public() for q in broker.open_questions()]
-        body: dict[str, Any] = {"open": open_}
-        if request.query_params.get("all") and broker.store is not None:
-            body["history"] = await broker.store.questions()
-        return JSONResponse(body)
+    @app.exception_handler(RequestValidationError)
+    async def bad_request(request: Request, exc: RequestValidationError) -> JSONResponse:
+        fields = {".".join(str(p) for p in e["loc"]): str(e["msg"]) for e in exc.errors()}
+        return JSONResponse({"error": "the request does not fit", "fields": fields}, 422)
 
-    async def answer_question(request: Request) -> JSONResponse:
-        """An operator's answer: `{"answer": {...}, "by": "name"}`. First answer wins."""
-        if not authorized(request):
-            return refused()
+    def by_of(name: str | None) -> str:
+        return f"operator:{(name or 'operator').strip()[:64] or 'operator'}"
+
+    @app.get("/v1/health", response_model=models.Health, summary="The daemon answers")
+    async def health() -> dict[str, Any]:
+        return {"status": "ok", "version": __version__}
+
+    @app.get("/v1/status", response_model=models.Status, summary="The daemon, its upstreams and who is attached")
+    async def get_status() -> dict[str, Any]:
+        return await status()
+
+    @app.get("/v1/connections", response_model=models.ConnectionList, summary="Host connections")
+    async def list_connections(
+        closed: Annotated[bool, Query(description="Include closed connections.")] = True,
+    ) -> dict[str, Any]:
+        return {"connections": await ops.connections(include_closed=closed)}
+
+    @app.get("/v1/connections/{connection_id}", response_model=models.Connection, responses=NOT_FOUND)
+    async def get_connection(connection_id: Annotated[str, Path()]) -> dict[str, Any]:
         try:
-            body = json.loads(await request.body())
-        except ValueError:
-            return JSONResponse({"error": "body must be JSON"}, status_code=400)
-        if not isinstance(body, dict) or not isinstance(body.get("answer"), dict):
-            return JSONResponse({"error": 'body must be {"answer": {...}, "by": "..."}'}, status_code=400)
-        qid = request.path_params["qid"]
-        if broker.get(qid) is None:
-            return JSONResponse({"error": f"no open question {qid}"}, status_code=404)
-        by = str(body.get("by") or "operator")
-        taken = await broker.answer(qid, body["answer"], f"operator:{by}")
-        if not taken:
-            return JSONResponse({"error": f"question {qid} was already answered"}, status_code=409)
-        return JSONResponse({"taken": True})
+            return await ops.connection(connection_id)
+        except NotFound as exc:
+            raise HTTPException(404, str(exc)) from None
 
-    return [
-        Route("/v1/status", get_status, methods=["GET"]),
-        Route("/v1/questions", list_questions, methods=["GET"]),
-        Route("/v1/questions/{qid}/answer", answer_question, methods=["POST"]),
-    ]
+    @app.get("/v1/tasks", response_model=models.TaskPage, summary="Tasks, newest first")
+    async def list_tasks(
+        connection: Annotated[str | None, Query(description="Only this connection's tasks.")] = None,
+        status: Annotated[list[models.TaskStatus] | None, Query(description="Only these statuses.")] = None,
+        tool: Annotated[str | None, Query(description="Only this (upstream) tool.")] = None,
+        q: Annotated[str | None, Query(description="Text in the id, tool, upstream or status message.")] = None,
+        cursor: Annotated[str | None, Query(description="A `nextCursor` from an earlier page.")] = None,
+        limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+    ) -> dict[str, Any]:
+        try:
+            page = await ops.tasks(
+                connection=connection,
+                statuses=frozenset(status or ()),
+                tool=tool,
+                text=q,
+                cursor=cursor,
+                limit=limit,
+            )
+        except ValueError as exc:
+            raise HTTPException(422, f"cursor: {exc}") from None
+        return {"tasks": page.tasks, "nextCursor": page.next_cursor}
+
+    @app.get("/v1/tasks/{task_id}", response_model=models.TaskDetail, responses=NOT_FOUND)
+    async def get_task(task_id: Annotated[str, Path()]) -> dict[str, Any]:
+        try:
+            return await ops.task(task_id)
+        except NotFound as exc:
+            raise HTTPException(404, str(exc)) from None
+
+    @app.post(
+        "/v1/tasks/{task_id}/cancel",
+        response_model=models.TaskDetail,
+        responses={**NOT_FOUND, **CONFLICT},
+        summary="Cancel a task (it stops upstream too)",
+    )
+    async def cancel_task(task_id: Annotated[str, Path()], body: models.CancelBody | None = None) -> dict[str, Any]:
+        try:
+            return await ops.cancel_task(task_id, by_of(body.by if body else None))
+        except NotFound as exc:
+            raise HTTPException(404, str(exc)) from None
+        except Conflict as exc:
+            raise HTTPException(409, str(exc)) from None
+
+    @app.post(
+        "/v1/tasks/{task_id}/input",
+        response_model=models.InputOutcome,
+        responses=NOT_FOUND,
+        summary="Answer a task's input requests (either era), as a 2026 host's tasks/update would",
+    )
+    async def task_input(task_id: Annotated[str, Path()], body: models.InputBody) -> Any:
+        try:
+            return await ops.task_input(task_id, body.inputResponses, by_of(body.by))
+        except NotFound as exc:
+            raise HTTPException(404, str(exc)) from None
+        except AnswerError as exc:
+            return _unfit(exc)
+
+    @app.get("/v1/tasks/{task_id}/frames", response_model=models.FrameList, summary="JSON-RPC frames of a task")
+    async def task_frames(task_id: Annotated[str, Path()]) -> dict[str, Any]:
+        return {"frames": [f.wire() for f in ops.frames(task_id)]}
+
+    @app.get("/v1/questions", response_model=models.QuestionList, summary="Questions from upstreams")
+    async def list_questions(
+        status: Annotated[list[QuestionStatus] | None, Query(description="Default: open ones.")] = None,
+        task: Annotated[str | None, Query(description="Only this task's.")] = None,
+        limit: Annotated[int, Query(ge=1, le=1000)] = 200,
+    ) -> dict[str, Any]:
+        statuses = frozenset(status or ("open",))
+        return {"questions": [q.wire() for q in await ops.questions(statuses, task, limit)]}
+
+    @app.get("/v1/questions/{question_id}", response_model=models.Question, responses=NOT_FOUND)
+    async def get_question(question_id: Annotated[str, Path()]) -> dict[str, Any]:
+        try:
+            return (await ops.question(question_id)).wire()
+        except NotFound as exc:
+            raise HTTPException(404, str(exc)) from None
+
+    @app.post(
+        "/v1/questions/{question_id}/answer",
+        response_model=models.Question,
+        responses={**NOT_FOUND, **CONFLICT},
+        summary="Answer a question (checked against what it asks)",
+    )
+    async def answer_question(question_id: Annotated[str, Path()], body: models.AnswerBody) -> Any:
+        try:
+            q = await ops.answer(question_id, body.action, body.content, body.result, by_of(body.by))
+        except NotFound as exc:
+            raise HTTPException(404, str(exc)) from None
+        except Conflict as exc:
+            raise HTTPException(409, str(exc)) from None
+        except AnswerError as exc:
+            return _unfit(exc)
+        return q.wire()
+
+    @app.get("/v1/events", response_model=models.EventPage, summary="The event log (the audit log)")
+    async def list_events(
+        since: Annotated[int, Query(ge=0, description="Events after this sequence number.")] = 0,
+        limit: Annotated[int, Query(ge=1, le=5000)] = 500,
+        task: Annotated[str | None, Query()] = None,
+        kind: Annotated[list[str] | None, Query(description="Only these kinds.")] = None,
+    ) -> dict[str, Any]:
+        events, last = await ops.events(since, limit, task, frozenset(kind or ()))
+        return {"events": [e.wire() for e in events], "lastSeq": last}
+
+    return app
+
+
+def _unfit(exc: AnswerError) -> JSONResponse:
+    return JSONResponse({"error": str(exc), "fields": exc.fields}, 422)

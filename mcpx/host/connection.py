@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import anyio
 
+from ..connections import ConnectionKind, ConnectionRecord, new_connection_id
 from ..protocol.jsonrpc import Id
 from ..protocol.revisions import Era
 
@@ -33,11 +34,14 @@ class HostConnection:
     client_info: dict[str, Any] = field(default_factory=dict)
     client_caps: dict[str, Any] = field(default_factory=dict)
     log_level: str | None = None
-    shim_pid: str | None = None  # the `mcpx serve` process behind a stdio connection
+    shim_pid: int | None = None  # the `mcpx serve` process behind a stdio connection
     created: float = field(default_factory=time.time)
+    # Its id in the connection registry (connections.py): public, unlike a legacy session id.
+    record_id: str = field(default_factory=new_connection_id)
     # Session-level outbound channel (stdio: the shim's websocket; legacy HTTP: the GET stream).
     send: Send | None = None
     channel_opened: anyio.Event = field(default_factory=anyio.Event)  # set (and renewed) by attach()
+    registered: anyio.Event = field(default_factory=anyio.Event)  # its registry record is stored
     in_flight: dict[Id | None, anyio.CancelScope] = field(default_factory=dict)
     resource_subscriptions: set[str] = field(default_factory=set)  # legacy resources/subscribe
     # Requests mcpx sent to this (legacy) host, waiting for its response.
@@ -77,18 +81,22 @@ class HostConnection:
             reply.msg = msg
             reply.done.set()
 
-    def describe(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "transport": self.transport,
-            "era": self.era or "modern",
-            "revision": self.revision,
-            "clientInfo": self.client_info,
-            "principal": self.principal,
-            "shimPid": self.shim_pid,
-            "peer": self.peer,
-            "created": self.created,
-        }
+    def record(self, kind: ConnectionKind, key: str | None = None) -> ConnectionRecord:
+        """What the connection registry stores about this connection."""
+        ms = int(self.created * 1000)
+        return ConnectionRecord(
+            self.record_id,
+            kind,
+            self.transport,
+            ms,
+            ms,
+            revision=self.revision,
+            client_info=self.client_info,
+            principal=self.principal,
+            peer=self.peer,
+            shim_pid=self.shim_pid,
+            key=key,
+        )
 
 
 class _Reply:
@@ -117,3 +125,4 @@ class RequestContext:
     notify: Send | None
     task_id: str | None = None  # set when this request's work runs as an mcpx task
     park: Park | None = None  # a 2026 host's held call, whose upstream questions become MRTR rounds
+    last_progress: float | None = None  # the last progress value relayed to this request's host

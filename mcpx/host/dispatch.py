@@ -9,10 +9,11 @@ from typing import Any
 import anyio
 
 from .. import __version__
-from ..broker import Broker, HostAsk, Question
+from ..broker import Broker, HostAsk, OnWaiting
 from ..config import Config
 from ..protocol import jsonrpc, legacy, modern, pagination, request_state, shaping
 from ..protocol.errors import (
+    INVALID_PARAMS,
     InternalError,
     InvalidParams,
     McpError,
@@ -24,11 +25,13 @@ from ..protocol.errors import (
 )
 from ..protocol.jsonrpc import Id
 from ..protocol.revisions import LEGACY_LATEST, META_RELATED_TASK, META_SUBSCRIPTION, MODERN, TASKS_EXTENSION
+from ..questions import Question
 from ..tasks.engine import TaskEngine, now_ms
 from ..tasks.model import Task, legacy_task
 from ..upstream.catalogue import KINDS
 from ..upstream.pool import Route, UpstreamPool, UpstreamServer
 from ..upstream.session import RELAYED_CLIENT_CAPS, OnNotify, OnRequest
+from ..waiting import first_error
 from .connection import HostError, RequestContext
 from .legacy_tasks import TASK_CAPABILITY, LegacyTasks, TaskErrorReply, task_support, tasks_enabled
 from .modern_tasks import ModernTasks, detailed
@@ -99,7 +102,18 @@ class Dispatcher:
 
     # ---- entry point ---------------------------------------------------------------------
     async def reply(self, ctx: RequestContext, msg: jsonrpc.Message) -> dict[str, Any]:
-        """The response frame for one request; never raises for anything a peer sent."""
+        """The response frame for one request; never raises for anything a peer sent. A request
+        about a task (its creating tools/call, tasks/*) goes into the task's frame log."""
+        arrived = now_ms()
+        frame = await self._reply(ctx, msg)
+        task_id = _task_of(msg, frame)
+        # Not a probe of someone else's (or no) task: that answer is the unknown-id error.
+        if task_id is not None and jsonrpc.as_object(frame.get("error")).get("code") != INVALID_PARAMS:
+            self.engine.frames.record(task_id, "host", "in", msg.raw, arrived)
+            self.engine.frames.record(task_id, "host", "out", frame)
+        return frame
+
+    async def _reply(self, ctx: RequestContext, msg: jsonrpc.Message) -> dict[str, Any]:
         try:
             res = await self.handle(ctx, msg.method, msg.params, msg.id)
             if ctx.era == "modern":
@@ -303,9 +317,10 @@ class Dispatcher:
             task_id = ctx.task_id
 
             async def host_ask(q: Question) -> dict[str, Any]:
-                # Inside a 2026 task the question is one of the task's inputRequests.
-                answers = await self.engine.ask(task_id, {key: {"method": method, "params": clean}})
-                answer: dict[str, Any] = answers[key]
+                # Inside a 2026 task the question is one of the task's inputRequests, keyed by its
+                # question id (unique for the task's whole life, tasks.md:350).
+                answers = await self.engine.ask(task_id, {q.id: {"method": method, "params": clean}})
+                answer: dict[str, Any] = answers[q.id]
                 return answer
 
         elif ctx.era == "modern" and ctx.task_id is None and ctx.park is not None and capability not in ctx.client_caps:
@@ -321,10 +336,32 @@ class Dispatcher:
             # A 2026 host's ordinary call: the question goes back to it as an MRTR round while the
             # upstream call is held open, and its retry answers it (host/parking.py).
             host_ask = ctx.park.hold
-        call = f"task:{ctx.task_id}" if ctx.task_id else f"conn:{ctx.conn.id}"
         return await self.broker.ask(
-            upstream=server.key, method=method, params=clean, call=call, host=ctx.conn.id, host_ask=host_ask
+            upstream=server.key,
+            method=method,
+            params=clean,
+            task_id=ctx.task_id,
+            connection=ctx.conn.record_id,
+            host_ask=host_ask,
+            on_waiting=self._tell_waiting(ctx),
         )
+
+    def _tell_waiting(self, ctx: RequestContext) -> OnWaiting:
+        """While a question waits for an operator the host sees it: its task's status message,
+        or progress on a plain call that asked for progress."""
+
+        async def tell(message: str) -> None:
+            if ctx.task_id is not None:
+                await self.engine.set_status_message(ctx.task_id, message)
+                return
+            token = ctx.meta.get("progressToken")
+            if token is not None and ctx.notify is not None:
+                # Progress must grow (progress.mdx): just past the last value the upstream sent.
+                progress = 0.0 if ctx.last_progress is None else ctx.last_progress + 1e-6
+                params = {"progressToken": token, "progress": progress, "message": message}
+                await ctx.notify(jsonrpc.notification("notifications/progress", params))
+
+        return tell
 
     async def ask_in_task(
         self, ctx: RequestContext, requests: dict[str, Any], server: UpstreamServer
@@ -342,9 +379,12 @@ class Dispatcher:
                 raise InternalError(f"upstream sent a malformed input request {key!r}")
             answers[key] = await self._ask_host(ctx, request["method"], request.get("params") or {}, server, key)
 
-        async with anyio.create_task_group() as tg:
-            for key, request in requests.items():
-                tg.start_soon(one, key, request)
+        try:
+            async with anyio.create_task_group() as tg:
+                for key, request in requests.items():
+                    tg.start_soon(one, key, request)
+        except BaseExceptionGroup as group:
+            raise first_error(group) from None  # one question's failure is the round's, as it is
         return answers
 
     async def _tools_call(self, ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
@@ -415,6 +455,12 @@ class Dispatcher:
         ttl = record.ttl_ms if record is not None else self.config.tasks.ttlMs
         engine = self.engine
 
+        async def relay_status(status: str, message: str | None) -> None:
+            # The upstream task's own status message is the mcpx task's (both eras; console too).
+            run.status_message = message
+            if run.task_id is not None:
+                await engine.set_status_message(run.task_id, message)
+
         async def remember(upstream_task_id: str) -> None:
             await engine.set_upstream_task(run, upstream_task_id)
 
@@ -444,6 +490,7 @@ class Dispatcher:
                     on_input=on_input,
                     ask_round=ask_round if ctx.era == "legacy" else None,
                     keep_upstream=lambda: engine.closing,
+                    on_status=relay_status,
                 )
         except TimeoutError:
             raise UpstreamUnavailable(f"upstream {server.key!r} did not finish tools/call within {timeout} s") from None
@@ -659,9 +706,27 @@ class Dispatcher:
                         return
                 elif not legacy.log_level_allows(ctx.conn.log_level, level):
                     return
+            else:
+                progress = jsonrpc.as_object(msg.get("params")).get("progress")
+                if isinstance(progress, (int, float)) and not isinstance(progress, bool):
+                    ctx.last_progress = float(progress)
             await ctx.notify(msg)
 
         return relay
+
+
+def _task_of(msg: jsonrpc.Message, frame: dict[str, Any]) -> str | None:
+    """The task a request and its reply belong to: named in its params, or created by it."""
+    if msg.method.startswith("tasks/"):
+        task_id = msg.params.get("taskId")
+        return task_id if isinstance(task_id, str) else None
+    if msg.method != "tools/call":
+        return None
+    res = jsonrpc.as_object(frame.get("result"))
+    if res.get("resultType") == "task" and isinstance(res.get("taskId"), str):
+        return str(res["taskId"])
+    created = jsonrpc.as_object(res.get("task")).get("taskId")
+    return created if isinstance(created, str) and "content" not in res else None
 
 
 def _rename_uri(content: object, server: UpstreamServer) -> object:

@@ -10,12 +10,13 @@ import logging
 import secrets
 from collections import OrderedDict
 from typing import Any
-from urllib.parse import urlsplit
 
 import anyio
 from starlette.types import Receive, Scope
 from starlette.types import Send as AsgiSend
 
+from ..api.origin import origin_allowed
+from ..connections import ConnectionRecord
 from ..protocol import jsonrpc, modern
 from ..protocol.errors import (
     HEADER_MISMATCH,
@@ -27,7 +28,7 @@ from ..protocol.errors import (
     McpError,
 )
 from ..protocol.revisions import LEGACY_LATEST, MODERN, is_modern
-from ..tasks.store import StoreError, TaskStore
+from ..store import Store, StoreError
 from .connection import HostConnection, RequestContext
 from .router import HostRouter, emit, notification_stream, notifier
 
@@ -36,14 +37,13 @@ log = logging.getLogger("mcpx.host")
 SSE_HEADERS = [(b"content-type", b"text/event-stream"), (b"cache-control", b"no-cache"), (b"x-accel-buffering", b"no")]
 KEEPALIVE_S = 15.0
 MAX_MODERN_IDENTITIES = 1024
-_LOOPBACK_HOSTS = {"127.0.0.1", "localhost", "::1", "[::1]"}
 # Methods whose reply may stream notifications first; the rest answer as one JSON body.
 _STREAMING = frozenset({"tools/call", "prompts/get", "resources/read", "subscriptions/listen", "tasks/result"})
 
 
 class McpEndpoint:
     def __init__(
-        self, router: HostRouter, *, max_body: int, allowed_origins: list[str], tokens: dict[str, str], store: TaskStore
+        self, router: HostRouter, *, max_body: int, allowed_origins: list[str], tokens: dict[str, str], store: Store
     ) -> None:
         self.router = router
         self.store = store
@@ -96,18 +96,7 @@ class McpEndpoint:
             await _json(send, 405, None, [(b"allow", b"GET, POST, DELETE")])
 
     def _origin_ok(self, origin: str) -> bool:
-        if origin in self.allowed_origins:
-            return True
-        try:
-            parts = urlsplit(origin)
-            parts.port  # noqa: B018 - raises ValueError unless the port is a number in range
-        except ValueError:
-            return False
-        # Exactly one serialized origin (scheme://host[:port]): an origin list such as
-        # "http://localhost:1 http://evil.example" (RFC 6454 7.1) or a path/userinfo is not loopback.
-        if parts.path or parts.query or parts.fragment or "@" in parts.netloc or "?" in origin or "#" in origin:
-            return False
-        return parts.scheme in ("http", "https") and (parts.hostname or "") in _LOOPBACK_HOSTS
+        return origin_allowed(origin, self.allowed_origins)
 
     # ---- POST ----------------------------------------------------------------------------
     async def _post(
@@ -147,7 +136,7 @@ class McpEndpoint:
         if msg.method == "initialize" and not is_modern(msg.params):
             return await self._initialize(msg, peer, principal, send)
         if is_modern(msg.params):
-            conn = self._modern_identity(principal, msg.params, peer)
+            conn = await self._modern_identity(principal, msg.params, peer)
             try:
                 modern.check_version_header(msg.params, headers)
                 ctx = self.router.modern_context(conn, msg.params, None)
@@ -211,6 +200,7 @@ class McpEndpoint:
                     "clientCaps": conn.client_caps,
                     "principal": principal,
                     "peer": peer,
+                    "recordId": conn.record_id,
                 },
             )
         except StoreError as exc:  # no durable session, no session id
@@ -225,26 +215,43 @@ class McpEndpoint:
                 ),
             )
         self.sessions[conn.id] = conn
-        self.router.open(conn)
+        try:
+            await self.router.open(conn, "session")
+        except StoreError as exc:
+            log.error("could not register the session: %s", exc)
         await _json(send, 200, frame, [(b"mcp-session-id", conn.id.encode())])
 
-    def _modern_identity(self, principal: str | None, params: dict[str, Any], peer: str | None) -> HostConnection:
+    async def _modern_identity(self, principal: str | None, params: dict[str, Any], peer: str | None) -> HostConnection:
         """Stateless hosts, grouped for the console: principal, else clientInfo + peer address."""
-        info = (params.get("_meta") or {}).get("io.modelcontextprotocol/clientInfo")
-        info = info if isinstance(info, dict) else {}
+        info = jsonrpc.as_object(jsonrpc.as_object(params.get("_meta")).get("io.modelcontextprotocol/clientInfo"))
         host = (peer or "").rsplit(":", 1)[0]
-        key = principal or f"{info.get('name', '?')}/{info.get('version', '?')}@{host}"
+        key = f"principal:{principal}" if principal else f"{info.get('name', '?')}/{info.get('version', '?')}@{host}"
         conn = self._modern.get(key)
-        if conn is None:
-            conn = HostConnection("http", peer=host, principal=principal, client_info=info)
-            self._modern[key] = conn
-            self.router.open(conn)
-            if len(self._modern) > MAX_MODERN_IDENTITIES:
-                _, old = self._modern.popitem(last=False)
-                self.router.close(old)
-        else:
+        if conn is not None:
             self._modern.move_to_end(key)
+            await conn.registered.wait()  # a concurrent first request is still registering it
+            return conn
+        conn = HostConnection("http", peer=host, principal=principal, client_info=info)
+        known = self.router.registry.find_stateless(key)  # the same host, seen before a restart
+        if known is not None:
+            conn.record_id = known.id
+        self._modern[key] = conn
+        try:
+            await self.router.open(conn, "stateless", key)
+        finally:
+            conn.registered.set()
+        if len(self._modern) > MAX_MODERN_IDENTITIES:
+            _, old = self._modern.popitem(last=False)
+            await self.router.close(old, f"more than {MAX_MODERN_IDENTITIES} stateless hosts")
         return conn
+
+    def forget_stateless(self, record: ConnectionRecord) -> None:
+        """The registry closed an idle stateless host: its next request starts a new record."""
+        if record.key is not None:
+            conn = self._modern.get(record.key)
+            if conn is not None and conn.record_id == record.id:
+                del self._modern[record.key]
+                self.router.forget(conn)
 
     async def _run(
         self, ctx: RequestContext, msg: jsonrpc.Message, headers: dict[str, str], receive: Receive, send: AsgiSend
@@ -342,8 +349,8 @@ class McpEndpoint:
         if conn is None:
             return await _json(send, 404, None)
         self.sessions.pop(sid, None)
-        self.router.close(conn)
         await self.store.delete_session(sid)
+        await self.router.close(conn, "session deleted by the host")
         await _json(send, 200, None)
 
     async def _session(self, sid: str, principal: str | None) -> HostConnection | None:
@@ -363,15 +370,21 @@ class McpEndpoint:
                 client_info=saved.get("clientInfo") or {},
                 client_caps=saved.get("clientCaps") or {},
             )
-            self.sessions[sid] = conn
-            self.router.open(conn)
+            if isinstance(saved.get("recordId"), str):
+                conn.record_id = saved["recordId"]
+            if sid in self.sessions:  # restored by a concurrent request meanwhile
+                conn = self.sessions[sid]
+            else:
+                self.sessions[sid] = conn
+                await self.router.open(conn, "session")
         if self.tokens and conn.principal != principal:
             return None
         return conn
 
     def close_all(self) -> None:
+        """At shutdown: sessions outlive the daemon (stored), so their records stay open."""
         for conn in list(self.sessions.values()):
-            self.router.close(conn)
+            self.router.forget(conn)
         self.sessions.clear()
 
 

@@ -16,8 +16,8 @@ import anyio
 
 from ..protocol.errors import INTERNAL_ERROR, InternalError, InvalidParams, MethodNotFound
 from ..protocol.revisions import LEGACY_LATEST, META_RELATED_TASK
+from ..store import StoreError
 from ..tasks.model import CANCELLED, Task, legacy_task
-from ..tasks.store import StoreError
 from ..waiting import first_of
 from .connection import HostConnection, RequestContext, Send
 
@@ -113,7 +113,8 @@ class LegacyTasks:
         try:
             task = await self.engine.create(
                 owner=owner_key(ctx),
-                owner_info=conn.describe(),
+                connection=conn.record_id,
+                by=f"host:{conn.record_id}",
                 upstream=server.key,
                 tool=route.name,
                 arguments=params.get("arguments") or {},
@@ -179,7 +180,7 @@ class LegacyTasks:
         if task.terminal:
             raise InvalidParams(f"Task {task.id} is already {task.status} and cannot be cancelled")
         try:
-            done = await self.engine.cancel(task)
+            done = await self.engine.cancel(task, by=f"host:{ctx.conn.record_id}")
         except StoreError as exc:
             raise InternalError(f"could not cancel the task: {exc}") from None
         if done is None:  # it finished while the cancel was on its way

@@ -17,8 +17,8 @@ from ..protocol import jsonrpc
 from ..protocol.errors import InternalError, InvalidParams, McpError, MissingClientCapability
 from ..protocol.jsonrpc import Id
 from ..protocol.revisions import META_SUBSCRIPTION, TASKS_EXTENSION
+from ..store import StoreError
 from ..tasks.model import COMPLETED, FAILED, INPUT_REQUIRED, Task, modern_task
-from ..tasks.store import StoreError
 from .connection import RequestContext, Send
 from .parking import PARK_LINGER_S, Park, park_of, wait_for
 
@@ -119,7 +119,7 @@ class ModernTasks:
             responses = jsonrpc.as_object(params.get("inputResponses"))
             for qid, answer in responses.items():
                 if qid in park.outstanding and isinstance(answer, dict):
-                    await self.d.broker.answer(qid, answer, f"host:{ctx.conn.id}")
+                    await self.d.broker.answer(qid, answer, f"host:{ctx.conn.record_id}")
             params = {k: v for k, v in params.items() if k not in ("inputResponses", "requestState")}
         else:
             # Tasks carry no progress or log (tasks.md:505); other calls keep their stream.
@@ -201,7 +201,7 @@ class ModernTasks:
         slot.decided = True
         record = self.d.engine.new_record(
             owner=self.owner(ctx),
-            owner_info=ctx.conn.describe(),
+            connection=ctx.conn.record_id,
             upstream=server.key,
             tool=route.name,
             arguments=params.get("arguments") or {},
@@ -212,7 +212,7 @@ class ModernTasks:
         detached.notify = None
         try:
             with anyio.CancelScope(shield=True):  # once started, the row must land even if the host leaves
-                task = await self.d.engine.adopt(run, record)
+                task = await self.d.engine.adopt(run, record, by=f"host:{ctx.conn.record_id}")
         except StoreError as exc:
             run.scope.cancel()
             raise InternalError(f"could not create the task: {exc}") from None
@@ -242,7 +242,7 @@ class ModernTasks:
         task = await self._find(ctx, params)
         if not task.terminal:
             try:
-                await self.d.engine.cancel(task)
+                await self.d.engine.cancel(task, by=f"host:{ctx.conn.record_id}")
             except StoreError as exc:
                 raise InternalError(f"could not cancel the task: {exc}") from None
         return {}  # an ack, whatever state the task is in (cooperative; terminal is no error)

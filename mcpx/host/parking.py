@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import anyio
 
 if TYPE_CHECKING:
-    from ..broker import Question
+    from ..questions import Question
     from ..tasks.engine import Run
 
 WaitOutcome = Literal["done", "question", "deadline"]

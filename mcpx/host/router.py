@@ -11,6 +11,7 @@ from anyio.abc import TaskGroup
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from .. import wirelog
+from ..connections import ConnectionKind, ConnectionRegistry
 from ..protocol import jsonrpc, legacy, modern
 from ..protocol.errors import InvalidRequest, McpError
 from ..protocol.revisions import LEGACY_LATEST, META_CLIENT_INFO, META_LOG_LEVEL, MODERN
@@ -30,25 +31,38 @@ class Call:
 
 
 class HostRouter:
-    def __init__(self, dispatcher: Dispatcher) -> None:
+    def __init__(self, dispatcher: Dispatcher, registry: ConnectionRegistry) -> None:
         self.dispatcher = dispatcher
+        self.registry = registry
         self.tg: TaskGroup | None = None
         self.connections: dict[str, HostConnection] = {}
 
     # ---- connections ---------------------------------------------------------------------
-    def open(self, conn: HostConnection) -> HostConnection:
+    async def open(self, conn: HostConnection, kind: ConnectionKind, key: str | None = None) -> HostConnection:
+        """A connection starts (or comes back after a restart): registered, stored, announced."""
+        await self.registry.open(self.registry.get(conn.record_id) or conn.record(kind, key))
         self.connections[conn.id] = conn
         if conn.era == "legacy":
             self.dispatcher.hub.legacy[conn.id] = conn
         return conn
 
-    def close(self, conn: HostConnection) -> None:
+    def forget(self, conn: HostConnection) -> None:
+        """Drop what this daemon holds for the connection; its record stays as it is."""
         self.connections.pop(conn.id, None)
         self.dispatcher.hub.legacy.pop(conn.id, None)
         if conn.resource_subscriptions and self.tg is not None:
             uris, conn.resource_subscriptions = set(conn.resource_subscriptions), set()
             self.tg.start_soon(self.dispatcher.unwatch_all, uris)  # upstream subscriptions go too
         # A legacy host's disconnect is not a cancellation; its calls finish and are dropped.
+
+    async def close(self, conn: HostConnection, reason: str) -> None:
+        """The connection is over (session deleted, shim gone, stateless host idle)."""
+        self.forget(conn)
+        await self.registry.close(conn.record_id, reason)
+
+    async def initialized(self, conn: HostConnection) -> None:
+        """A stdio connection learnt its revision and client at initialize: the record too."""
+        await self.registry.update(conn.record_id, revision=conn.revision, client_info=conn.client_info)
 
     # ---- contexts ------------------------------------------------------------------------
     def modern_context(self, conn: HostConnection, params: dict[str, Any], notify: Send | None) -> RequestContext:
@@ -89,6 +103,7 @@ class HostRouter:
         call = Call()
         rid = msg.id
         ctx.conn.in_flight[rid] = call.scope
+        self.registry.seen(ctx.conn.record_id)
 
         async def run() -> None:
             try:

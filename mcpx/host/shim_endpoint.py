@@ -13,6 +13,7 @@ from starlette.websockets import WebSocket, WebSocketDisconnect
 from ..protocol import jsonrpc
 from ..protocol.errors import McpError
 from ..protocol.revisions import LEGACY_LATEST, MODERN, is_modern
+from ..store import StoreError
 from .connection import HostConnection, Send
 from .router import Call, HostRouter, emit
 
@@ -33,7 +34,8 @@ class ShimEndpoint:
         lock = anyio.Lock()
         peer = f"{ws.client.host}:{ws.client.port}" if ws.client else None
         conn = HostConnection("stdio", peer=peer)
-        conn.shim_pid = ws.headers.get("x-mcpx-shim-pid")
+        pid = ws.headers.get("x-mcpx-shim-pid", "")
+        conn.shim_pid = int(pid) if pid.isdigit() else None
 
         async def write(frame: dict[str, Any]) -> None:
             async with lock:
@@ -47,7 +49,7 @@ class ShimEndpoint:
                 log.debug("shim %s gone: notification %s dropped (%s)", conn.id, frame.get("method"), exc)
 
         conn.attach(notify)
-        self.router.open(conn)
+        await self.router.open(conn, "shim")
         try:
             async with anyio.create_task_group() as tg:
                 while True:
@@ -58,7 +60,11 @@ class ShimEndpoint:
                     await self._line(conn, text, write, notify, tg)
                 tg.cancel_scope.cancel()  # stop waiting; the calls themselves run on in the router
         finally:
-            self.router.close(conn)
+            with anyio.CancelScope(shield=True):
+                try:
+                    await self.router.close(conn, "the mcpx serve process disconnected")
+                except StoreError as exc:
+                    log.warning("shim %s: could not record its end: %s", conn.record_id, exc)
 
     async def _line(self, conn: HostConnection, text: str, write: Send, notify: Send, tg: TaskGroup) -> None:
         try:
@@ -73,7 +79,10 @@ class ShimEndpoint:
             await self.router.notification(conn, msg)
             return
         if msg.method == "initialize" and not is_modern(msg.params):
-            await write(self.router.initialize(conn, msg))
+            frame = self.router.initialize(conn, msg)
+            if "result" in frame:
+                await self.router.initialized(conn)
+            await write(frame)
             return
         try:
             if is_modern(msg.params):

@@ -2,24 +2,30 @@
 
 The engine knows nothing of wire formats: the dispatcher hands it a `call` coroutine and renders
 records for each era. Status rules that differ by era (isError -> failed in 2025-11-25, completed
-in the extension) are decided here from the record's era.
+in the extension) are decided here from the record's era. Every row change is written with the
+events it stands for (tasks/changes.py), in one transaction.
 """
 
 from __future__ import annotations
 
-import contextlib
 import contextvars
 import logging
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
 import anyio
 from anyio.abc import TaskGroup
 
-from ..protocol.errors import INTERNAL_ERROR, InternalError, McpError, UpstreamError
+from .. import frames
+from ..events import Event
+from ..frames import Frame, FrameLog
+from ..protocol.errors import INTERNAL_ERROR, McpError, UpstreamError
 from ..protocol.revisions import Era
+from ..store import Store, StoreError
+from . import changes
+from .inputs import TaskInputs
 from .model import (
     CANCELLED,
     COMPLETED,
@@ -31,7 +37,6 @@ from .model import (
     legacy_status_for_result,
     new_task_id,
 )
-from .store import StoreError, TaskStore
 
 log = logging.getLogger("mcpx.tasks")
 
@@ -41,6 +46,8 @@ OnChange = Callable[[Task], Awaitable[None]]
 # (shaped for the task's era) or an exception, exactly like a `Call`. Set by the daemon.
 Resume = Callable[[Task], Awaitable[dict[str, Any]]]
 EXPIRY_EVERY_S = 1.0
+TRIM_EVERY = 60  # expiry sweeps between two trims of the events table
+CLOSE_GRACE_S = 2.0  # how long close() lets cancelled runs finish their clean-up
 RESTARTED = "the mcpx daemon restarted while this call was running; its result is lost"
 
 
@@ -55,14 +62,6 @@ def current_run() -> Run | None:
     """The engine Run the calling code executes under (an mcpx task, or a 2026 call that may
     become one), or None for an ordinary call."""
     return _CURRENT_RUN.get()
-
-
-class _Questions:
-    def __init__(self, originals: dict[str, str]) -> None:
-        self.originals = originals  # exposed key -> the upstream's key
-        self.remaining: set[str] = set()
-        self.answers: dict[str, Any] = {}
-        self.done = anyio.Event()
 
 
 @dataclass(frozen=True)
@@ -89,21 +88,31 @@ class Run:
         self.result: dict[str, Any] | None = None
         self.exception: BaseException | None = None
         self.taskable = True  # False for a 2026 call that may never become a task
+        self.pending_frames: list[Frame] = []  # frames recorded before the run became a task
+        self.status_message: str | None = None  # an upstream task's, heard before the run was adopted
+
+
+def _visible(task: Task | None) -> tuple[object, ...]:
+    """What hosts are told about when it changes (status notifications)."""
+    return () if task is None else (task.status, task.status_message, tuple(task.input_requests))
 
 
 class TaskEngine:
-    def __init__(self, store: TaskStore) -> None:
+    def __init__(self, store: Store, *, events_cap: int = 200_000, frames: FrameLog | None = None) -> None:
         self.store = store
+        self.frames = frames or FrameLog()
+        self.events_cap = events_cap
         self.tg: TaskGroup | None = None
         self.on_change: OnChange | None = None
         self.resume: Resume | None = None
         self._closing = anyio.Event()  # set by close(): upstream tasks are left running, to be resumed
         self._scopes: dict[str, anyio.CancelScope] = {}
+        self._runs: set[Run] = set()
         self._changed: dict[str, anyio.Event] = {}
-        self._waiting: dict[str, _Questions] = {}  # exposed question key -> its asker
         # Every status change re-reads the row and writes under this lock: a cancel and a
         # completion racing each other leave exactly one terminal status (compare-and-set).
         self._transition = anyio.Lock()
+        self.inputs = TaskInputs(self)
 
     @property
     def closing(self) -> bool:
@@ -116,16 +125,51 @@ class TaskEngine:
         tg.start_soon(self.store.run_writer)
         for task in await self.store.all_open():
             if task.upstream_task_id is None or self.resume is None:
-                await self.store.put(
-                    task.move(FAILED, now_ms(), message=RESTARTED, error={"code": INTERNAL_ERROR, "message": RESTARTED})
-                )
+                error = {"code": INTERNAL_ERROR, "message": RESTARTED}
+                await self._save(task, task.move(FAILED, now_ms(), message=RESTARTED, error=error), by="mcpx")
             else:
                 if task.status == INPUT_REQUIRED:  # the previous daemon's questions died with it
-                    task = task.move(WORKING, now_ms())
-                    await self.store.put(task)
+                    moved = task.move(WORKING, now_ms())
+                    await self._save(task, moved, by="mcpx")
+                    task = moved
                 self._resume(task)
         tg.start_soon(self._expire_loop)
 
+    def spawn(self, fn: Callable[..., Coroutine[Any, Any, None]], *args: object) -> None:
+        """Run `fn(*args)` in the background under the daemon's task group."""
+        assert self.tg is not None, "engine not started"
+        self.tg.start_soon(fn, *args)
+
+    # ---- rows and their events -----------------------------------------------------------
+    async def _save(
+        self, before: Task | None, after: Task, *, by: str | None = None, extra: Sequence[Event] = ()
+    ) -> None:
+        await self.store.put_task(after, [*extra, *changes.transition(before, after, by)])
+        event = self._changed.pop(after.id, None)
+        if event is not None:
+            event.set()
+        if self.on_change is not None and _visible(before) != _visible(after):
+            try:
+                await self.on_change(after)
+            except Exception:  # a listener (a host's stream) must not undo a committed change
+                log.warning("task %s: change listener failed", after.id, exc_info=True)
+
+    async def change(
+        self, task_id: str, update: Callable[[Task], Task | None], *, by: str | None = None, extra: Sequence[Event] = ()
+    ) -> Task | None:
+        """Compare-and-set: `update` sees the committed row and returns the new one (or None to
+        leave it). Returns the row written, or None when nothing was."""
+        async with self._transition:
+            current = await self.store.get_task(task_id)
+            if current is None:
+                return None
+            new = update(current)
+            if new is None or new == current:
+                return None
+            await self._save(current, new, by=by, extra=extra)
+            return new
+
+    # ---- creating tasks ------------------------------------------------------------------
     def _resume(self, task: Task) -> None:
         """Keep following the upstream task this row names; its outcome lands as usual. The
         callback waits for the upstream to be ready (the pool starts after the engine)."""
@@ -145,17 +189,16 @@ class TaskEngine:
             await self._store_upstream_id(run.task_id, upstream_task_id)
 
     async def _store_upstream_id(self, task_id: str, upstream_task_id: str) -> None:
-        async with self._transition:
-            current = await self.store.get(task_id)
-            if current is None or current.terminal or current.upstream_task_id == upstream_task_id:
-                return
-            await self.store.put(replace(current, upstream_task_id=upstream_task_id))
+        def update(current: Task) -> Task | None:
+            return None if current.terminal else replace(current, upstream_task_id=upstream_task_id)
+
+        await self.change(task_id, update)
 
     async def create(
         self,
         *,
         owner: str,
-        owner_info: dict[str, Any],
+        connection: str | None,
         upstream: str,
         tool: str,
         arguments: dict[str, Any],
@@ -163,11 +206,12 @@ class TaskEngine:
         ttl_ms: int | None,
         poll_ms: int,
         call: Call,
+        by: str | None = None,
     ) -> Task:
         """The row is committed before this returns; only then does the work start."""
         task = self.new_record(
             owner=owner,
-            owner_info=owner_info,
+            connection=connection,
             upstream=upstream,
             tool=tool,
             arguments=arguments,
@@ -175,7 +219,7 @@ class TaskEngine:
             ttl_ms=ttl_ms,
             poll_ms=poll_ms,
         )
-        await self.store.put(task)
+        await self._save(None, task, by=by)
         run = Run(task.era)
         run.task_id = task.id
         self._start(run, lambda: call(task))
@@ -185,7 +229,7 @@ class TaskEngine:
         self,
         *,
         owner: str,
-        owner_info: dict[str, Any],
+        connection: str | None,
         upstream: str,
         tool: str,
         arguments: dict[str, Any],
@@ -195,7 +239,7 @@ class TaskEngine:
     ) -> Task:
         t = now_ms()
         return Task(
-            new_task_id(), WORKING, t, t, ttl_ms, poll_ms, owner, upstream, tool, arguments, era, owner_info=owner_info
+            new_task_id(), WORKING, t, t, ttl_ms, poll_ms, owner, upstream, tool, arguments, era, connection=connection
         )
 
     def begin(self, era: Era, call: Callable[[], Awaitable[dict[str, Any]]]) -> Run:
@@ -204,25 +248,25 @@ class TaskEngine:
         self._start(run, call)
         return run
 
-    async def adopt(self, run: Run, task: Task) -> Task:
+    async def adopt(self, run: Run, task: Task, *, by: str | None = None) -> Task:
         """Turn a running call into a task: commit the row, then let the outcome land in it."""
         if run.upstream_task_id is not None:
             task = replace(task, upstream_task_id=run.upstream_task_id)
-        await self.store.put(task)
+        if run.status_message is not None:
+            task = replace(task, status_message=run.status_message)
+        await self._save(None, task, by=by)
         run.task_id = task.id
         run.adopted.set()
         self._scopes[task.id] = run.scope
+        self.frames.add(task.id, run.pending_frames)
+        run.pending_frames = []
         if run.upstream_task_id is not None and run.upstream_task_id != task.upstream_task_id:
             await self._store_upstream_id(task.id, run.upstream_task_id)  # it arrived during the put
         if run.done.is_set() and run.outcome is not None:  # it finished while the row was written
             await self._finish(task.id, run.outcome)
         return task
 
-    def spawn(self, fn: Callable[..., Coroutine[Any, Any, None]], *args: object) -> None:
-        """Run `fn(*args)` in the background under the daemon's task group."""
-        assert self.tg is not None, "engine not started"
-        self.tg.start_soon(fn, *args)
-
+    # ---- running -------------------------------------------------------------------------
     def _start(self, run: Run, call: Callable[[], Awaitable[dict[str, Any]]]) -> None:
         assert self.tg is not None
         if run.task_id is not None:
@@ -231,12 +275,29 @@ class TaskEngine:
         # The call sees its Run (current_run()): that is how the dispatcher knows a call runs
         # under the engine and may become an upstream task. The new task copies this context.
         token = _CURRENT_RUN.set(run)
+        sink = frames.current_sink.set(self._sink(run))
         try:
             self.tg.start_soon(self._run, run, call)
         finally:
+            frames.current_sink.reset(sink)
             _CURRENT_RUN.reset(token)
 
+    def _sink(self, run: Run) -> frames.FrameSink | None:
+        """Where the run's upstream frames go: its task's frame log (held back until adopted)."""
+        log_ = self.frames
+
+        def record(side: frames.Side, direction: frames.Direction, frame: dict[str, Any]) -> None:
+            if not run.taskable:
+                return
+            if run.task_id is not None:
+                log_.record(run.task_id, side, direction, frame)
+            elif len(run.pending_frames) < log_.per_task:
+                run.pending_frames.append(frames.make_frame(side, direction, frame, log_.max_bytes))
+
+        return record
+
     async def _run(self, run: Run, call: Callable[[], Awaitable[dict[str, Any]]]) -> None:
+        self._runs.add(run)
         try:
             with run.scope:
                 try:
@@ -262,36 +323,37 @@ class TaskEngine:
             if run.task_id is not None:
                 self._scopes.pop(run.task_id, None)
             run.done.set()
+            self._runs.discard(run)
         if run.outcome is not None and run.task_id is not None:
             with anyio.CancelScope(shield=True):
                 await self._finish(run.task_id, run.outcome)
 
     async def _finish(self, task_id: str, outcome: Outcome) -> None:
-        async with self._transition:
-            current = await self.store.get(task_id)
-            if current is None or current.terminal:
-                return  # cancelled (sticky) or expired meanwhile
-            done = current.move(
+        def update(current: Task) -> Task | None:
+            if current.terminal:
+                return None  # cancelled (sticky) meanwhile
+            return current.move(
                 outcome.status, now_ms(), message=outcome.message, result=outcome.result, error=outcome.error
             )
-            try:
-                await self._save(done)
-            except StoreError as exc:
-                log.error("task %s: could not record its outcome: %s", task_id, exc)
 
-    async def _save(self, task: Task) -> None:
-        await self.store.put(task)
-        event = self._changed.pop(task.id, None)
-        if event is not None:
-            event.set()
-        if self.on_change is not None:
-            try:
-                await self.on_change(task)
-            except Exception:  # a listener (a host's stream) must not undo a committed change
-                log.warning("task %s: change listener failed", task.id, exc_info=True)
+        try:
+            await self.change(task_id, update)
+        except StoreError as exc:
+            log.error("task %s: could not record its outcome: %s", task_id, exc)
 
+    async def set_status_message(self, task_id: str, message: str | None) -> None:
+        """A running task's status message changed (an upstream task's own, or mcpx's)."""
+
+        def update(current: Task) -> Task | None:
+            if current.terminal or current.status_message == message:
+                return None
+            return replace(current, status_message=message, updated_ms=now_ms())
+
+        await self.change(task_id, update)
+
+    # ---- reading -------------------------------------------------------------------------
     async def get(self, task_id: str) -> Task | None:
-        task = await self.store.get(task_id)
+        task = await self.store.get_task(task_id)
         expires = task.expires_ms() if task is not None else None
         if expires is not None and expires <= now_ms():
             return None  # past its TTL: gone, even if the sweeper has not run yet
@@ -309,16 +371,24 @@ class TaskEngine:
             with anyio.move_on_after(1.0):  # a periodic re-read also catches expiry
                 await self.wait_change(task_id)
 
-    async def cancel(self, task: Task, message: str = "cancelled by the host") -> Task | None:
+    async def list_owner(self, owner: str, after: tuple[int, str] | None, limit: int) -> list[Task]:
+        return await self.store.list_owner(owner, after, limit, now_ms=now_ms())
+
+    # ---- cancelling ----------------------------------------------------------------------
+    async def cancel(self, task: Task, message: str = "cancelled by the host", *, by: str | None = None) -> Task | None:
         """The record is `cancelled` (and stays so) before this returns, and the work is stopped;
         None when the task had already ended (the caller's era decides what that means).
         (2026 allows any honest end state; here the stop always succeeds, so it is `cancelled`.)"""
-        async with self._transition:
-            current = await self.store.get(task.id)
-            if current is None or current.terminal:
-                return None
-            done = current.move(CANCELLED, now_ms(), message=message)
-            await self._save(done)
+        requested = [changes.cancel_requested(task, by)] if by is not None else []
+
+        def update(current: Task) -> Task | None:
+            return None if current.terminal else current.move(CANCELLED, now_ms(), message=message)
+
+        done = await self.change(task.id, update, by=by, extra=requested)
+        if done is None:
+            if requested:
+                await self.store.append(requested)  # asked, even if too late: the audit log says so
+            return None
         self.stop_work(task.id)
         return done
 
@@ -327,107 +397,45 @@ class TaskEngine:
         if scope is not None:
             scope.cancel()  # the upstream call is cancelled upstream by the session
 
-    # ---- questions inside a task (2026 inputRequests; answered by tasks/update) -------------
+    # ---- questions inside a task (delegated: tasks/inputs.py) ----------------------------
     async def ask(self, task_id: str, requests: dict[str, Any]) -> dict[str, Any]:
-        """Add these requests to the task's outstanding inputRequests (status input_required), wait
-        until every one is answered, and return the answers under the upstream's own keys.
-        Several asks may be outstanding at once; each key is unique for the task's whole life."""
-        waiter = _Questions({})
-        async with self._transition:
-            task = await self.store.get(task_id)
-            if task is None or task.terminal:
-                raise InternalError(f"task {task_id} ended before its question could be asked")
-            used = task.keys_used
-            exposed: dict[str, Any] = {}
-            for key, request in requests.items():
-                used += 1
-                out = f"{used}-{key}"  # unique for the task's whole life (tasks.md:350)
-                exposed[out] = request
-                waiter.originals[out] = key
-                self._waiting[out] = waiter
-            waiter.remaining = set(exposed)
-            moved = task.move(INPUT_REQUIRED, now_ms(), message="waiting for input")
-            await self._save(replace(moved, input_requests={**task.input_requests, **exposed}, keys_used=used))
-        try:
-            if waiter.remaining:
-                await waiter.done.wait()
-        finally:
-            with anyio.CancelScope(shield=True):
-                for key in exposed:
-                    self._waiting.pop(key, None)
-                await self._withdraw(task_id, set(exposed))
-        return waiter.answers
+        return await self.inputs.ask(task_id, requests)
 
-    @contextlib.asynccontextmanager
-    async def asking(self, task_id: str) -> AsyncIterator[None]:
-        """A 2025 task shows input_required while mcpx asks its host something (tasks.mdx:447)."""
-        await self._set(task_id, INPUT_REQUIRED)
-        try:
-            yield
-        finally:
-            with anyio.CancelScope(shield=True):
-                await self._set(task_id, WORKING)
+    async def answer(self, task_id: str, responses: dict[str, Any]) -> set[str]:
+        return await self.inputs.answer(task_id, responses)
 
-    async def _set(self, task_id: str, status: Status) -> None:
-        async with self._transition:
-            current = await self.store.get(task_id)
-            if current is not None and not current.terminal and current.status != status:
-                await self._save(current.move(status, now_ms()))
+    def asking(self, task_id: str) -> Any:
+        return self.inputs.asking(task_id)
 
-    async def _withdraw(self, task_id: str, keys: set[str]) -> None:
-        """These keys are settled (answered, or their asker gave up): no longer outstanding."""
-        async with self._transition:
-            current = await self.store.get(task_id)
-            if current is None or current.terminal:
-                return
-            left = {k: v for k, v in current.input_requests.items() if k not in keys}
-            if left == current.input_requests:
-                return
-            if left:
-                await self._save(replace(current, input_requests=left, updated_ms=now_ms()))
-            else:
-                await self._save(current.move(WORKING, now_ms()))
-
-    async def answer(self, task_id: str, responses: dict[str, Any]) -> None:
-        """Record answers for outstanding keys; others are ignored (tasks.md:379)."""
-        settled: set[str] = set()
-        async with self._transition:
-            task = await self.store.get(task_id)
-            if task is None or task.terminal:
-                return
-            for key, value in responses.items():
-                waiter = self._waiting.get(key)
-                if key not in task.input_requests or waiter is None or key not in waiter.remaining:
-                    continue
-                waiter.answers[waiter.originals[key]] = value
-                waiter.remaining.discard(key)
-                settled.add(key)
-                if not waiter.remaining:
-                    waiter.done.set()
-        if settled:
-            await self._withdraw(task_id, settled)
-
-    async def list_owner(self, owner: str, after: tuple[int, str] | None, limit: int) -> list[Task]:
-        """Live tasks only; the store drops expired rows before its LIMIT (a full page stays full)."""
-        return await self.store.list_owner(owner, after, limit, now_ms=now_ms())
-
+    # ---- expiry and shutdown -------------------------------------------------------------
     async def _expire_loop(self) -> None:
+        sweeps = 0
         while not self._closing.is_set():
             await anyio.sleep(EXPIRY_EVERY_S)
             try:
-                for task_id in await self.store.expired(now_ms()):
-                    self.stop_work(task_id)
-                    await self.store.delete(task_id)
-                    event = self._changed.pop(task_id, None)
+                for task in await self.store.expired(now_ms()):
+                    self.stop_work(task.id)
+                    await self.store.delete_task(task.id, [changes.expired(task.id, task.connection)])
+                    event = self._changed.pop(task.id, None)
                     if event is not None:
                         event.set()
+                sweeps += 1
+                if sweeps % TRIM_EVERY == 0:
+                    await self.store.trim_events(self.events_cap)
             except Exception as exc:  # noqa: BLE001 - the sweep must outlive any one failure and retry
                 if self._closing.is_set():
                     return  # the store closed under the sweep: a shutdown, not a failure
                 log.warning("task expiry sweep failed: %s", str(exc) or type(exc).__name__)
 
     async def close(self) -> None:
+        """Stop every run, let it finish its clean-up (bounded), then close the store. A run cut
+        here stays unfinished in its row: the next daemon resumes it or reports the restart."""
         self._closing.set()
         for scope in list(self._scopes.values()):
             scope.cancel()
+        for run in list(self._runs):
+            run.scope.cancel()
+        with anyio.move_on_after(CLOSE_GRACE_S, shield=True):
+            for run in list(self._runs):
+                await run.done.wait()
         await self.store.close()

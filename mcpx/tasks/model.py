@@ -52,10 +52,9 @@ class Task:
     result: dict[str, Any] | None = None  # the CallToolResult, as the upstream sent it
     error: dict[str, Any] | None = None  # a JSON-RPC error object
     upstream_task_id: str | None = None
-    owner_info: dict[str, Any] = field(default_factory=dict)  # for the console: who made it
+    connection: str | None = None  # the registry id of the host connection that created it
     # Outstanding questions while input_required, by a key unique for the task's whole life.
     input_requests: dict[str, Any] = field(default_factory=dict)
-    keys_used: int = 0  # how many question keys this task has handed out
 
     @property
     def terminal(self) -> bool:

@@ -86,6 +86,7 @@ class UpstreamServer:
         self.first_attempt = anyio.Event()  # set once its first start succeeded or failed
         self.last_error: str | None = None
         self.restarts = 0
+        self.exit_code: int | None = None  # how its last stdio process ended
         self.lists: dict[str, list[dict[str, Any]]] = {kind: [] for kind in KINDS}
         self.naming = Naming(namespace)
         self.on_change: OnListChanged | None = None  # set by the daemon
@@ -106,6 +107,25 @@ class UpstreamServer:
         self._state = value
         if value != "starting":
             self.first_attempt.set()
+
+    @property
+    def log_path(self) -> Path | None:
+        """Where a stdio upstream's stderr goes (stdio.py writes it)."""
+        return self.log_dir / f"{self.key}.stderr.log" if self.cfg.transport == "stdio" else None
+
+    def stderr_tail(self, lines: int = 10, max_bytes: int = 8192) -> list[str]:
+        path = self.log_path
+        if path is None:
+            return []
+        try:
+            with open(path, "rb") as fh:
+                fh.seek(0, 2)
+                size = fh.tell()
+                fh.seek(max(0, size - max_bytes))
+                text = fh.read().decode("utf-8", errors="replace")
+        except OSError:
+            return []
+        return [line for line in text.splitlines() if line.strip()][-lines:]
 
     @property
     def _stopping(self) -> bool:
@@ -164,6 +184,7 @@ class UpstreamServer:
             await transport.closed.wait()
             tg.cancel_scope.cancel()
         code = transport.returncode
+        self.exit_code = code
         reason = (
             f"upstream {self.key!r} exited" + (f" with code {code}" if code is not None else "")
             if self.cfg.transport == "stdio"

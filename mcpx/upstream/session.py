@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import itertools
 import logging
+import weakref
 from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import Any
@@ -16,7 +17,8 @@ from typing import Any
 import anyio
 from anyio.abc import TaskGroup
 
-from .. import __version__
+from .. import __version__, frames
+from ..frames import FrameSink
 from ..protocol import jsonrpc
 from ..protocol.errors import UPSTREAM_UNAVAILABLE, McpError, UpstreamError, UpstreamUnavailable
 from ..protocol.revisions import (
@@ -59,6 +61,7 @@ class _Pending:
     wants_logs: bool = False
     done: anyio.Event = field(default_factory=anyio.Event)
     reply: dict[str, Any] | None = None
+    sink: FrameSink | None = None  # the task's frame log, when a task's call made this request
 
 
 class UpstreamSession:
@@ -74,8 +77,10 @@ class UpstreamSession:
         self._ids = itertools.count(1)
         self._pending: dict[jsonrpc.Id, _Pending] = {}
         # our progress token -> (the host's own token, where its progress goes)
-        self._progress: dict[str, tuple[object, OnNotify]] = {}
+        self._progress: dict[str, tuple[object, OnNotify, FrameSink | None]] = {}
         self.dead_reason: str | None = None
+        # its task id -> set on a status notification; weak: an event nobody waits on goes away
+        self._task_notices: weakref.WeakValueDictionary[str, anyio.Event] = weakref.WeakValueDictionary()
         self.tg: TaskGroup | None = None  # where server-to-client requests are answered (set by the pool)
 
     # ---- inbound -------------------------------------------------------------------------
@@ -96,20 +101,38 @@ class UpstreamSession:
         slot.reply = msg
         slot.done.set()
 
+    def task_notified(self, task_id: str) -> anyio.Event:
+        """Set when this upstream pushes a status notification for its task `task_id` (2025:
+        notifications/tasks/status; 2026: notifications/tasks), so its follower polls at once."""
+        event = self._task_notices.get(task_id)
+        if event is None or event.is_set():
+            event = self._task_notices[task_id] = anyio.Event()
+        return event
+
     async def _notification(self, msg: dict[str, Any], related_id: jsonrpc.Id | None) -> None:
         method = msg.get("method")
         params = jsonrpc.as_object(msg.get("params"))
+        if method in ("notifications/tasks/status", "notifications/tasks"):
+            notice = self._task_notices.pop(str(params.get("taskId")), None)
+            if notice is not None:
+                notice.set()
+            return
         if method == "notifications/progress":
             route = self._progress.get(str(params.get("progressToken")))
             if route is not None:
-                original, cb = route
+                original, cb, sink = route
+                if sink is not None:
+                    sink("upstream", "in", msg)
                 out = dict(params)
                 out["progressToken"] = original
                 await _safe(cb, jsonrpc.notification("notifications/progress", out))
             return
         if related_id is not None and related_id in self._pending:
             # Arrived on the response stream of one request (HTTP): it belongs to that request.
-            on_notify = self._pending[related_id].on_notify
+            pending = self._pending[related_id]
+            if pending.sink is not None:
+                pending.sink("upstream", "in", msg)
+            on_notify = pending.on_notify
             if on_notify is not None:
                 await _safe(on_notify, msg)
             return
@@ -138,6 +161,8 @@ class UpstreamSession:
             # one call is in flight, so no other host's call could have caused it.
             calls = [p for p in self._pending.values() if p.method in _CALL_METHODS]
             slot = calls[0] if len(calls) == 1 else None
+        if slot is not None and slot.sink is not None:
+            slot.sink("upstream", "in", msg)
         if method == "ping":
             reply = jsonrpc.result(msg["id"], {})
         elif slot is not None and slot.on_request is not None:
@@ -155,6 +180,8 @@ class UpstreamSession:
                 msg["id"],
                 {"code": -32601, "message": f"mcpx cannot tell which call asked {method}; nobody can answer it"},
             )
+        if slot is not None and slot.sink is not None:
+            slot.sink("upstream", "out", reply)
         try:
             await self.transport.send(reply)
         except ConnectionError:
@@ -181,20 +208,24 @@ class UpstreamSession:
             raise UpstreamUnavailable(self.dead_reason)
         rid = next(self._ids)
         params = dict(params or {})
+        sink = frames.current_sink.get()
         token_key = None
         meta = params.get("_meta")
         if isinstance(meta, dict) and "progressToken" in meta and on_notify is not None:
             # Hosts choose their own tokens; two hosts may pick the same one, so upstream sees ours.
             token_key = f"mcpx-{rid}"
-            self._progress[token_key] = (meta["progressToken"], on_notify)
+            self._progress[token_key] = (meta["progressToken"], on_notify, sink)
             params["_meta"] = {**meta, "progressToken": token_key}
-        slot = _Pending(method, on_notify, on_request)
+        slot = _Pending(method, on_notify, on_request, sink=sink)
         meta = params.get("_meta")
         slot.wants_logs = isinstance(meta, dict) and META_LOG_LEVEL in meta
         self._pending[rid] = slot
         try:
             try:
-                await self.transport.send(jsonrpc.request(rid, method, params))
+                out = jsonrpc.request(rid, method, params)
+                if sink is not None:
+                    sink("upstream", "out", out)
+                await self.transport.send(out)
             except ConnectionError as exc:
                 raise UpstreamUnavailable(f"upstream {self.name!r} is not reachable: {exc}") from None
             try:
@@ -211,6 +242,8 @@ class UpstreamSession:
             if token_key is not None:
                 self._progress.pop(token_key, None)
         reply = slot.reply or {}
+        if sink is not None and slot.reply is not None:
+            sink("upstream", "in", slot.reply)
         if "error" in reply:
             err = (
                 reply["error"] if isinstance(reply["error"], dict) else {"code": -32603, "message": str(reply["error"])}

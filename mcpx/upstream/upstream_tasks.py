@@ -47,7 +47,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("mcpx.upstream")
 
 TERMINAL = frozenset({"completed", "failed", "cancelled"})
-POLL_MIN_S = 0.1  # never poll faster than this, whatever the upstream suggests
+POLL_MIN_S = 0.02  # the first poll comes this soon, and none faster (FastMCP's own client does the same)
 POLL_MAX_S = 5.0  # nor slower: a result should not wait long after it exists
 POLL_DEFAULT_S = 0.5  # when the upstream suggests nothing
 REQUEST_TIMEOUT_S = 30.0  # one tasks/get, tasks/cancel, tasks/update (tasks/result may block)
@@ -76,12 +76,18 @@ class TaskSession(Protocol):
         self, params: dict[str, Any], *, client_caps: dict[str, Any] | None, log_level: str | None
     ) -> dict[str, Any]: ...
 
+    def task_notified(self, task_id: str) -> anyio.Event:
+        """Set when the upstream pushes a status notification for this task of its."""
+        ...
+
 
 GetSession = Callable[[], Awaitable[TaskSession]]
 OnTaskId = Callable[[str], Awaitable[None]]
 # Questions of a 2026 upstream task (its `inputRequests`, by key) -> the answers, by the same keys.
 OnInput = Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]
 Sleep = Callable[[float], Awaitable[None]]
+# Told each status and status message an upstream task reports, as it changes.
+OnStatus = Callable[[str, str | None], Awaitable[None]]
 
 
 def _dig(obj: object, *keys: str) -> Any:
@@ -205,8 +211,11 @@ class Follower:
         keep_upstream: Callable[[], bool] = lambda: False,
         sleep: Sleep = anyio.sleep,
         outage_s: float = OUTAGE_S,
+        on_status: OnStatus | None = None,
     ) -> None:
         self.get_session = get_session
+        self.on_status = on_status
+        self._seen: tuple[str, str | None] | None = None
         self.task_id = task_id
         self.on_request = on_request
         self.on_input = on_input
@@ -282,6 +291,7 @@ class Follower:
             status = task.get("status")
             if not self.statuses or self.statuses[-1] != status:
                 self.statuses.append(str(status))
+            await self._report(task)
             if status in TERMINAL:
                 return await self._outcome(session, task)
             if status == "input_required":
@@ -289,9 +299,33 @@ class Follower:
                     # The questions come on the stream of a blocking tasks/result (tasks.mdx:435-449).
                     return await self._blocking_result(session)
                 await self._answer(task)
-            await self.sleep(poll_delay(task, polls))
+            await self._pause(session, poll_delay(task, polls))
             polls += 1
             task = None
+
+    async def _pause(self, session: TaskSession, delay: float) -> None:
+        """Until the next poll: the upstream's own interval, or sooner when it says the task moved."""
+        notified = session.task_notified(self.task_id)
+        async with anyio.create_task_group() as tg:
+
+            async def on_notice() -> None:
+                await notified.wait()
+                tg.cancel_scope.cancel()
+
+            tg.start_soon(on_notice)
+            await self.sleep(delay)
+            tg.cancel_scope.cancel()
+
+    async def _report(self, task: dict[str, Any]) -> None:
+        """Relay a new status or status message (the host, the console and the feed see it)."""
+        message = task.get("statusMessage")
+        seen = (str(task.get("status")), message if isinstance(message, str) else None)
+        if seen != self._seen and self.on_status is not None:
+            self._seen = seen
+            try:
+                await self.on_status(*seen)
+            except Exception as exc:  # noqa: BLE001 - a relay failure must not stop the following
+                log.warning("upstream task %s: could not relay its status: %s", self.task_id, exc)
 
     async def _blocking_result(self, session: TaskSession) -> dict[str, Any]:
         _, res = await self._request("tasks/result", {"taskId": self.task_id}, timeout=None, on_request=self.on_request)
@@ -383,6 +417,7 @@ async def call(
     ask_round: OnInput | None = None,
     keep_upstream: Callable[[], bool] = lambda: False,
     sleep: Sleep = anyio.sleep,
+    on_status: OnStatus | None = None,
 ) -> dict[str, Any]:
     """`tools/call` (unshaped params, the upstream's tool name) as an upstream task.
 
@@ -414,7 +449,13 @@ async def call(
         if res.get("requestState") is not None:
             current["requestState"] = res["requestState"]
     follower = Follower(
-        get_session, task["taskId"], on_request=on_request, on_input=on_input, keep_upstream=keep_upstream, sleep=sleep
+        get_session,
+        task["taskId"],
+        on_request=on_request,
+        on_input=on_input,
+        keep_upstream=keep_upstream,
+        sleep=sleep,
+        on_status=on_status,
     )
     try:
         with anyio.CancelScope(shield=True):  # the id must land before a cancel can lose it
@@ -431,9 +472,13 @@ async def resume(
     on_input: OnInput | None = None,
     keep_upstream: Callable[[], bool] = lambda: False,
     sleep: Sleep = anyio.sleep,
+    on_status: OnStatus | None = None,
 ) -> dict[str, Any]:
     """Follow an upstream task a previous daemon started, from its id alone."""
-    return await Follower(get_session, task_id, on_input=on_input, keep_upstream=keep_upstream, sleep=sleep).run(None)
+    follower = Follower(
+        get_session, task_id, on_input=on_input, keep_upstream=keep_upstream, sleep=sleep, on_status=on_status
+    )
+    return await follower.run(None)
 
 
 def resumer(pool: UpstreamPool, engine: TaskEngine) -> Resume:
@@ -457,8 +502,15 @@ def resumer(pool: UpstreamPool, engine: TaskEngine) -> Resume:
             async def on_input(requests: dict[str, Any]) -> dict[str, Any]:
                 return await engine.ask(task.id, requests)
 
+        async def on_status(status: str, message: str | None) -> None:
+            await engine.set_status_message(task.id, message)
+
         res = await resume(
-            server.ready_session, upstream_task_id, on_input=on_input, keep_upstream=lambda: engine.closing
+            server.ready_session,
+            upstream_task_id,
+            on_input=on_input,
+            keep_upstream=lambda: engine.closing,
+            on_status=on_status,
         )
         return shaping.call_result_for(res, LEGACY_LATEST if task.era == "legacy" else MODERN)
 

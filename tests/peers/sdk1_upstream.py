@@ -61,7 +61,12 @@ def build_server(unscoped: bool) -> Server:
             description="Sleep, then say so.",
             inputSchema={
                 "type": "object",
-                "properties": {"seconds": {"type": "number"}, "steps": {"type": "integer"}, "text": {"type": "string"}},
+                "properties": {
+                    "seconds": {"type": "number"},
+                    "steps": {"type": "integer"},
+                    "text": {"type": "string"},
+                    "status": {"type": "string"},
+                },
             },
             execution=types.ToolExecution(taskSupport="optional"),
         ),
@@ -135,6 +140,8 @@ def build_server(unscoped: bool) -> Server:
                 return _text(json.dumps({"action": answer.action, "content": answer.content}, sort_keys=True))
             if name == "boom":
                 raise RuntimeError(str(arguments.get("message", "boom")))
+            if arguments.get("status"):  # a status message while it works (notified to the client)
+                await task_ctx.update_status(str(arguments["status"]))
             return await slow(arguments, holder["id"])
 
         explicit = str(uuid.uuid4()) if unscoped else None

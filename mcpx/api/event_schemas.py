@@ -1,0 +1,199 @@
+"""The `data` of each event kind, as pydantic models: their JSON Schemas are what docs/api.md lists
+(generated: `python -m mcpx.api.event_schemas`) and what the tests check every event against."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ..events import EVENT_KINDS, EventKind
+
+Json = dict[str, Any]
+TaskStatus = Literal["working", "input_required", "completed", "failed", "cancelled"]
+
+
+class _Data(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ConnectionOpened(_Data):
+    """A host connection started: its registry record."""
+
+    id: str
+    kind: Literal["session", "shim", "stateless"]
+    transport: Literal["http", "stdio"]
+    revision: str | None
+    clientInfo: Json
+    principal: str | None
+    peer: str | None
+    shimPid: int | None
+    openedMs: int
+    lastSeenMs: int
+    closedMs: int | None
+    closeReason: str | None
+
+
+class ConnectionClosed(_Data):
+    """A connection ended: session deleted, shim gone, stateless host idle, daemon restart (shims)."""
+
+    reason: str
+
+
+class TaskCreated(_Data):
+    """A task's row was committed (before its handle went to the host)."""
+
+    upstream: str
+    tool: str = Field(description="The upstream's own name of the tool.")
+    arguments: Json
+    era: Literal["legacy", "modern"]
+    owner: str = Field(description="What binds it: conn, modern, or principal:<name>.")
+    status: TaskStatus
+    statusMessage: str | None
+    createdAt: str
+    ttlMs: int | None
+    pollIntervalMs: int
+
+
+class TaskStatusChanged(_Data):
+    """Every transition, and every new status message within a status."""
+
+    status: TaskStatus
+    previous: TaskStatus
+    statusMessage: str | None
+    error: Json | None = Field(None, description="The JSON-RPC error of a failed task.")
+    isError: bool | None = Field(None, description="For a finished task with a result: the tool reported an error.")
+
+
+class TaskInputRequired(_Data):
+    """What the task waits on changed: every outstanding input request, by key."""
+
+    requests: dict[str, Json]
+    added: list[str]
+
+
+class TaskCancelRequested(_Data):
+    """Someone asked for the task to stop (`by`); its status then follows as task.status."""
+
+    status: TaskStatus = Field(description="Its status when the cancel was asked.")
+
+
+class TaskExpired(_Data):
+    """Its TTL passed: the row (and its other events) are gone."""
+
+
+class QuestionOpened(_Data):
+    """An upstream asked something; the question as GET /v1/questions/{id} shows it."""
+
+    id: str
+    kind: str
+    method: str
+    upstream: str
+    params: Json
+    status: Literal["open", "answered", "expired"]
+    createdMs: int
+    expiresMs: int
+    taskId: str | None
+    connectionId: str | None
+    inputKey: str | None
+    hostCanAnswer: bool
+    answeredBy: str | None
+    answer: Json | None
+    error: Json | None
+    closedMs: int | None
+    reason: str | None
+
+
+class QuestionAnswered(_Data):
+    """Answered (first answer wins): by the host (`host:<connection>`) or an operator."""
+
+    by: str
+    action: str = Field(description="accept, decline, cancel, or error (a sampling or roots answer that failed).")
+    answer: Json | None = None
+    error: Json | None = None
+
+
+class QuestionExpired(_Data):
+    """Closed unanswered: it expired, its call ended, or nobody could answer it."""
+
+    reason: str
+
+
+DATA: dict[EventKind, type[_Data]] = {
+    "connection.opened": ConnectionOpened,
+    "connection.closed": ConnectionClosed,
+    "task.created": TaskCreated,
+    "task.status": TaskStatusChanged,
+    "task.input_required": TaskInputRequired,
+    "task.cancel_requested": TaskCancelRequested,
+    "task.expired": TaskExpired,
+    "question.opened": QuestionOpened,
+    "question.answered": QuestionAnswered,
+    "question.expired": QuestionExpired,
+}
+assert set(DATA) == set(EVENT_KINDS)
+
+
+def envelope_schema() -> dict[str, Any]:
+    """The feed's `event` message (and a /v1/events entry, without `type`)."""
+    return {
+        "type": "object",
+        "required": ["seq", "ts", "kind", "data"],
+        "properties": {
+            "type": {"const": "event"},
+            "seq": {"type": "integer", "minimum": 1},
+            "ts": {"type": "integer"},
+            "kind": {"enum": list(EVENT_KINDS)},
+            "taskId": {"type": "string"},
+            "connectionId": {"type": "string"},
+            "questionId": {"type": "string"},
+            "by": {"type": "string"},
+            "data": {"type": "object"},
+        },
+        "additionalProperties": False,
+    }
+
+
+def data_schema(kind: EventKind) -> dict[str, Any]:
+    schema: dict[str, Any] = _untitled(DATA[kind].model_json_schema())
+    return schema
+
+
+def _untitled(schema: Any) -> Any:
+    """Without pydantic's generated titles, which say nothing the property names do not."""
+    if isinstance(schema, dict):
+        return {k: _untitled(v) for k, v in schema.items() if k != "title" or not isinstance(v, str)}
+    if isinstance(schema, list):
+        return [_untitled(v) for v in schema]
+    return schema
+
+
+def render() -> str:
+    out = ["Every event: `" + json.dumps(envelope_schema(), separators=(",", ":")) + "`", ""]
+    for kind, model in DATA.items():
+        out.append(f"#### `{kind}`\n")
+        out.append((model.__doc__ or "").strip() + "\n")
+        out.append("```json\n" + json.dumps(data_schema(kind), separators=(", ", ": ")) + "\n```\n")
+    return "\n".join(out)
+
+
+def update_doc(path: Path) -> bool:
+    """Rewrite the generated block of docs/api.md; True when it changed."""
+    text = path.read_text()
+    new = re.sub(
+        r"(<!-- event-schemas:start -->\n).*?(<!-- event-schemas:end -->)",
+        lambda m: m.group(1) + render() + "\n" + m.group(2),
+        text,
+        flags=re.S,
+    )
+    if new != text:
+        path.write_text(new)
+        return True
+    return False
+
+
+if __name__ == "__main__":
+    update_doc(Path(__file__).resolve().parents[2] / "docs" / "api.md")

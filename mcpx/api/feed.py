@@ -1,0 +1,196 @@
+"""`/v1/events`: the live feed, a websocket (protocol in docs/api.md).
+
+The client subscribes (`{"type": "subscribe", ...}`, with the token there if it cannot send an
+`Authorization` header). Without `since` it first gets a snapshot (open connections, unfinished
+and recent tasks, open questions, as of one sequence number), then every later event in sequence
+order; with `since` it gets every event after that one from the store, then the live ones. A
+subscriber that falls behind is never waited for: it is told `gap` and caught up from the store.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import secrets
+import time
+from typing import Any
+
+import anyio
+from starlette.websockets import WebSocket, WebSocketDisconnect, WebSocketState
+
+from ..events import EVENT_KINDS, EventBus, EventFilter, StoredEvent, Subscriber
+from ..operations import task_summary
+from ..store import Store
+from .origin import origin_allowed
+
+log = logging.getLogger("mcpx.feed")
+
+SUBSCRIBE_TIMEOUT_S = 10.0
+HEARTBEAT_S = 15.0
+PAGE = 500
+SNAPSHOT_TASKS = 1000
+SNAPSHOT_TASKS_MAX = 20_000
+
+
+class FeedEndpoint:
+    def __init__(self, store: Store, bus: EventBus, token: str, allowed_origins: list[str]) -> None:
+        self.store = store
+        self.bus = bus
+        self.token = token
+        self.allowed_origins = allowed_origins
+        self.heartbeat_s = HEARTBEAT_S
+
+    def _token_ok(self, given: object) -> bool:
+        return isinstance(given, str) and secrets.compare_digest(given.encode(), self.token.encode())
+
+    async def __call__(self, ws: WebSocket) -> None:
+        origin = ws.headers.get("origin")
+        if origin is not None and not origin_allowed(origin, self.allowed_origins):
+            await ws.close(code=4403, reason="origin not allowed")  # before accept: HTTP 403
+            return
+        auth = ws.headers.get("authorization", "")
+        header_ok = auth.lower().startswith("bearer ") and self._token_ok(auth[7:])
+        if auth and not header_ok:
+            await ws.close(code=4401, reason="mcpx API token required")
+            return
+        await ws.accept()
+        try:
+            with anyio.fail_after(SUBSCRIBE_TIMEOUT_S):
+                hello = json.loads(await ws.receive_text())
+        except (TimeoutError, ValueError, WebSocketDisconnect, RuntimeError):
+            await _close(ws, 4400, "expected a subscribe message")
+            return
+        if not isinstance(hello, dict) or hello.get("type") != "subscribe":
+            await _close(ws, 4400, 'the first message must be {"type": "subscribe", ...}')
+            return
+        if not header_ok and not self._token_ok(hello.get("token")):
+            await _close(ws, 4401, "mcpx API token required")
+            return
+        try:
+            sub = _subscriber(hello)
+            since = _since(hello.get("since"))
+            limit = min(int(hello.get("snapshotTasks", SNAPSHOT_TASKS)), SNAPSHOT_TASKS_MAX)
+        except (TypeError, ValueError) as exc:
+            await _close(ws, 4400, f"bad subscribe message: {exc}")
+            return
+        self.bus.subscribe(sub)  # first, so nothing committed from now on can be missed
+        try:
+            async with anyio.create_task_group() as tg:
+
+                async def until_closed() -> None:
+                    try:
+                        while True:
+                            await ws.receive_text()  # nothing more is expected; this notices the end
+                    except (WebSocketDisconnect, RuntimeError):
+                        pass
+                    tg.cancel_scope.cancel()
+
+                tg.start_soon(until_closed)
+                await self._serve(ws, sub, since, limit)
+                tg.cancel_scope.cancel()
+        except (WebSocketDisconnect, RuntimeError, OSError) as exc:
+            log.debug("feed subscriber gone: %s", exc)
+        finally:
+            self.bus.unsubscribe(sub)
+
+    async def _serve(self, ws: WebSocket, sub: Subscriber, since: int | None, snapshot_limit: int) -> None:
+        first = await self.store.first_seq()
+        if since is not None and first and since < first - 1:
+            await _send(ws, {"type": "reset", "reason": f"events up to {first - 1} are no longer stored"})
+            since = None
+        if since is None:
+            last = await self._snapshot(ws, sub, snapshot_limit)
+        else:
+            last = since
+        last = await self._catch_up(ws, sub, last)
+        while True:
+            with anyio.move_on_after(self.heartbeat_s):
+                await sub.wait()
+            if sub.overflowed:
+                sub.queue.clear()
+                sub.overflowed = False
+                await _send(ws, {"type": "gap", "after": last})
+                last = await self._catch_up(ws, sub, last)
+                continue
+            if not sub.queue:
+                await _send(ws, {"type": "heartbeat", "seq": max(last, self.bus.last_seq), "ts": _ms()})
+                continue
+            while sub.queue and not sub.overflowed:
+                stored = sub.queue.popleft()
+                if stored.seq > last:  # not already sent from the store
+                    await _send(ws, _event(stored))
+                    last = stored.seq
+
+    async def _snapshot(self, ws: WebSocket, sub: Subscriber, limit: int) -> int:
+        snap = await self.store.snapshot(limit)
+        asking = {q.task_id for q in snap.questions if q.task_id}
+        await _send(
+            ws,
+            {
+                "type": "snapshot",
+                "seq": snap.seq,
+                "connections": [c.wire() for c in snap.connections],
+                "tasks": [task_summary(t, t.id in asking) for t in snap.tasks],
+                "questions": [q.wire() for q in snap.questions],
+                "operators": self.bus.operators(),
+            },
+        )
+        return snap.seq
+
+    async def _catch_up(self, ws: WebSocket, sub: Subscriber, last: int) -> int:
+        """Send every stored event after `last` that the subscriber wants; returns the last seq."""
+        f = sub.filter
+        task_id = next(iter(f.task_ids)) if len(f.task_ids) == 1 else None
+        while True:
+            page = await self.store.events_since(last, PAGE, task_id=task_id, kinds=f.kinds)
+            for stored in page:
+                if f.matches(stored.event):
+                    await _send(ws, _event(stored))
+            if len(page) < PAGE:
+                return max(last, page[-1].seq) if page else last
+            last = page[-1].seq
+
+
+def _subscriber(hello: dict[str, Any]) -> Subscriber:
+    def strings(key: str) -> frozenset[str]:
+        value = hello.get(key) or []
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise ValueError(f"{key} must be a list of strings")
+        return frozenset(value)
+
+    kinds = strings("kinds")
+    unknown = kinds - set(EVENT_KINDS)
+    if unknown:
+        raise ValueError(f"unknown event kinds: {', '.join(sorted(unknown))}")
+    operator = hello.get("operator")
+    if operator is not None and not isinstance(operator, str):
+        raise ValueError("operator must be a string (the name answers are given under)")
+    return Subscriber(EventFilter(kinds, strings("tasks"), strings("connections")), operator=operator or None)
+
+
+def _since(value: object) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueError("since must be a sequence number (an integer >= 0)")
+    return value
+
+
+def _event(stored: StoredEvent) -> dict[str, Any]:
+    return {"type": "event", **stored.wire()}
+
+
+def _ms() -> int:
+    return int(time.time() * 1000)
+
+
+async def _send(ws: WebSocket, message: dict[str, Any]) -> None:
+    await ws.send_text(json.dumps(message, separators=(",", ":"), ensure_ascii=False))
+
+
+async def _close(ws: WebSocket, code: int, reason: str) -> None:
+    if ws.client_state != WebSocketState.DISCONNECTED:
+        try:
+            await ws.close(code=code, reason=reason)
+        except (RuntimeError, OSError):
+            log.debug("feed: closing an already closed socket")

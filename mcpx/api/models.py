@@ -1,0 +1,202 @@
+"""The bodies `/v1` takes and gives: pydantic models, from which the OpenAPI document is generated.
+
+Names are camelCase everywhere. Fields holding MCP payloads (arguments, results, schemas) are
+free-form JSON objects, passed through as the upstream or host sent them.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+Json = dict[str, Any]
+TaskStatus = Literal["working", "input_required", "completed", "failed", "cancelled"]
+
+
+class _Body(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ErrorBody(BaseModel):
+    error: str = Field(description="What went wrong, for a person.")
+    fields: dict[str, str] | None = Field(None, description="For 422: what is wrong, by field.")
+
+
+class Health(BaseModel):
+    status: Literal["ok"] = "ok"
+    version: str
+
+
+class UpstreamStatus(BaseModel):
+    name: str
+    transport: Literal["stdio", "http"]
+    state: str
+    era: Literal["legacy", "modern"] | None
+    revision: str | None
+    tools: int
+    restarts: int
+    lastError: str | None
+    exitCode: int | None = Field(None, description="How its last process ended (stdio).")
+    stderrTail: list[str] = Field(default_factory=list, description="The last lines it wrote to stderr.")
+    logPath: str | None = Field(None, description="Where its stderr is written (stdio).")
+
+
+class Subscriber(BaseModel):
+    operator: str | None
+    queued: int = Field(description="Live events waiting to be sent to it (bounded).")
+    overflowed: bool = Field(description="It fell behind and is being caught up from the store.")
+
+
+class Status(BaseModel):
+    pid: int
+    version: str
+    phase: str
+    uptimeS: float
+    config: str | None
+    stateDir: str
+    url: str | None
+    upstreams: list[UpstreamStatus]
+    connections: int = Field(description="Host connections open now.")
+    operators: list[str] = Field(description="Operators attached to the event feed (who answers questions).")
+    subscribers: list[Subscriber] = Field(description="Feed subscribers: how far behind each is.")
+    lastSeq: int = Field(description="The newest event's sequence number.")
+
+
+class Connection(BaseModel):
+    id: str
+    kind: Literal["session", "shim", "stateless"]
+    transport: Literal["http", "stdio"]
+    revision: str | None
+    clientInfo: Json
+    principal: str | None
+    peer: str | None
+    shimPid: int | None
+    openedMs: int
+    lastSeenMs: int
+    closedMs: int | None
+    closeReason: str | None
+    tasks: dict[str, int] = Field(description="How many of its tasks are in each status.")
+    needsInput: bool = Field(description="One of its calls or tasks waits for an answer.")
+
+
+class ConnectionList(BaseModel):
+    connections: list[Connection]
+
+
+class InputRequest(BaseModel):
+    key: str = Field(description="Its key in `inputResponses` (also the question's id).")
+    questionId: str
+    kind: str
+    method: str
+    upstream: str
+    params: Json = Field(description="The request as the upstream asked it (e.g. message, requestedSchema).")
+
+
+class EventOut(BaseModel):
+    seq: int
+    ts: int = Field(description="When it was written (ms since the epoch).")
+    kind: str
+    taskId: str | None = None
+    connectionId: str | None = None
+    questionId: str | None = None
+    by: str | None = None
+    data: Json
+
+
+class TaskSummary(BaseModel):
+    id: str
+    status: TaskStatus
+    statusMessage: str | None
+    tool: str
+    upstream: str
+    era: Literal["legacy", "modern"]
+    connectionId: str | None
+    owner: str = Field(description="What binds it: conn, modern, or principal:<name>.")
+    createdMs: int
+    updatedMs: int
+    ttlMs: int | None
+    expiresMs: int | None
+    pollIntervalMs: int
+    upstreamTaskId: str | None
+    needsInput: bool
+
+
+class TaskDetail(TaskSummary):
+    arguments: Json
+    result: Json | None
+    error: Json | None
+    inputRequests: list[InputRequest]
+    events: list[EventOut] = Field(description="The task's timeline, oldest first.")
+
+
+class TaskPage(BaseModel):
+    tasks: list[TaskSummary]
+    nextCursor: str | None = Field(None, description="Pass as `cursor` for the next (older) page.")
+
+
+class FrameOut(BaseModel):
+    ts: int
+    side: Literal["host", "upstream"]
+    direction: Literal["in", "out"] = Field(description="As mcpx sees it: in arrived at mcpx, out left it.")
+    frame: Json | None = None
+    text: str | None = Field(None, description="Instead of `frame` when it was cut to size.")
+    truncated: bool = False
+
+
+class FrameList(BaseModel):
+    frames: list[FrameOut]
+
+
+class Question(BaseModel):
+    id: str
+    kind: str
+    method: str
+    upstream: str
+    params: Json
+    status: Literal["open", "answered", "expired"]
+    createdMs: int
+    expiresMs: int
+    taskId: str | None
+    connectionId: str | None
+    inputKey: str | None
+    hostCanAnswer: bool
+    answeredBy: str | None
+    answer: Json | None
+    error: Json | None
+    closedMs: int | None
+    reason: str | None
+
+
+class QuestionList(BaseModel):
+    questions: list[Question]
+
+
+class EventPage(BaseModel):
+    events: list[EventOut]
+    lastSeq: int
+
+
+class CancelBody(_Body):
+    by: str | None = Field(None, description="The operator's name, for the audit log.")
+
+
+class AnswerBody(_Body):
+    action: Literal["accept", "decline", "cancel"]
+    content: Json | None = Field(
+        None, description="An accepted form elicitation's answer (checked against its schema)."
+    )
+    result: Json | None = Field(None, description="An accepted sampling or roots answer: the result object itself.")
+    by: str | None = Field(None, description="The operator's name, for the audit log.")
+
+
+class InputBody(_Body):
+    inputResponses: dict[str, Json] = Field(
+        description="By input-request key, what a 2026 host's tasks/update carries."
+    )
+    by: str | None = None
+
+
+class InputOutcome(BaseModel):
+    answered: list[str]
+    ignored: list[str] = Field(description="Keys that were not outstanding.")

@@ -1,0 +1,166 @@
+"""The registry of host connections: who is connected, since when, and who owned which task.
+
+A connection, as the console shows it (DESIGN.md): a 2025-11-25 session; a `mcpx serve` shim
+process; a stateless 2026 host, keyed by its principal, else by `clientInfo` name and version with
+the peer address. Records are stored (with a `connection.opened|closed` event each), so after a
+restart the console still shows who owned what. A session closes when it is deleted, a shim when
+its process goes, a stateless host after `connections.idleCloseS` without a request.
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+import time
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any, Literal
+
+import anyio
+
+from .events import Event
+
+if TYPE_CHECKING:
+    from .store import Store
+
+log = logging.getLogger("mcpx.connections")
+
+ConnectionKind = Literal["session", "shim", "stateless"]
+FLUSH_EVERY_S = 10.0  # how often last-seen times reach the store
+RESTARTED = "the mcpx daemon restarted"
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+@dataclass(frozen=True)
+class ConnectionRecord:
+    id: str
+    kind: ConnectionKind
+    transport: Literal["http", "stdio"]
+    opened_ms: int
+    last_seen_ms: int
+    revision: str | None = None
+    client_info: dict[str, Any] = field(default_factory=dict)
+    principal: str | None = None
+    peer: str | None = None
+    shim_pid: int | None = None
+    key: str | None = None  # a stateless host's identity key (principal, or name/version@address)
+    closed_ms: int | None = None
+    close_reason: str | None = None
+
+    @property
+    def open(self) -> bool:
+        return self.closed_ms is None
+
+    def wire(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "kind": self.kind,
+            "transport": self.transport,
+            "revision": self.revision,
+            "clientInfo": self.client_info,
+            "principal": self.principal,
+            "peer": self.peer,
+            "shimPid": self.shim_pid,
+            "openedMs": self.opened_ms,
+            "lastSeenMs": self.last_seen_ms,
+            "closedMs": self.closed_ms,
+            "closeReason": self.close_reason,
+        }
+
+
+def new_connection_id() -> str:
+    return "c-" + secrets.token_urlsafe(9)
+
+
+class ConnectionRegistry:
+    def __init__(self, store: Store, idle_close_s: float) -> None:
+        self.store = store
+        self.idle_close_s = idle_close_s
+        self.live: dict[str, ConnectionRecord] = {}
+        self.by_key: dict[str, str] = {}  # stateless identity key -> record id
+        self._seen: dict[str, int] = {}  # last-seen times not yet stored
+        self.on_idle_close: list[Any] = []  # callables(record) told when a stateless host is closed
+
+    async def restore(self) -> None:
+        """Records the previous daemon left open: shims died with it (their socket is gone);
+        sessions and stateless hosts carry on (a session survives a restart)."""
+        for record in await self.store.connections(open_only=True):
+            if record.kind == "shim":
+                await self._close(record, RESTARTED)
+                continue
+            self.live[record.id] = record
+            if record.key is not None:
+                self.by_key[record.key] = record.id
+
+    def get(self, record_id: str) -> ConnectionRecord | None:
+        return self.live.get(record_id)
+
+    def find_stateless(self, key: str) -> ConnectionRecord | None:
+        record_id = self.by_key.get(key)
+        return self.live.get(record_id) if record_id is not None else None
+
+    async def open(self, record: ConnectionRecord) -> ConnectionRecord:
+        """Store a new connection (or take back one restored from the store)."""
+        if record.id in self.live:
+            return self.live[record.id]
+        await self.store.put_connection(record, [Event("connection.opened", record.wire(), connection_id=record.id)])
+        self.live[record.id] = record
+        if record.key is not None:
+            self.by_key[record.key] = record.id
+        return record
+
+    async def update(self, record_id: str, **changes: Any) -> None:
+        """A detail learnt later (a session's revision and clientInfo at initialize)."""
+        record = self.live.get(record_id)
+        if record is None:
+            return
+        record = replace(record, **changes)
+        self.live[record_id] = record
+        await self.store.put_connection(record, [])
+
+    def seen(self, record_id: str) -> None:
+        if record_id in self.live:
+            self._seen[record_id] = now_ms()
+
+    async def close(self, record_id: str, reason: str) -> None:
+        record = self.live.pop(record_id, None)
+        if record is None:
+            return
+        if record.key is not None and self.by_key.get(record.key) == record_id:
+            del self.by_key[record.key]
+        await self._close(record, reason)
+
+    async def _close(self, record: ConnectionRecord, reason: str) -> None:
+        last = self._seen.pop(record.id, record.last_seen_ms)
+        closed = replace(record, last_seen_ms=last, closed_ms=now_ms(), close_reason=reason)
+        event = Event("connection.closed", {"reason": reason}, connection_id=record.id)
+        await self.store.put_connection(closed, [event])
+
+    async def run(self) -> None:
+        """Store last-seen times now and then, and close stateless hosts gone quiet."""
+        while True:
+            await anyio.sleep(min(FLUSH_EVERY_S, max(self.idle_close_s / 4, 0.05)))
+            try:
+                await self.flush()
+                await self._close_idle()
+            except Exception as exc:  # noqa: BLE001 - bookkeeping; the next round tries again
+                log.warning("connection registry upkeep failed: %s", exc)
+
+    async def flush(self) -> None:
+        seen, self._seen = self._seen, {}
+        if seen:
+            await self.store.touch_connections(seen)
+            for record_id, ms in seen.items():
+                record = self.live.get(record_id)
+                if record is not None:
+                    self.live[record_id] = replace(record, last_seen_ms=ms)
+
+    async def _close_idle(self) -> None:
+        cutoff = now_ms() - int(self.idle_close_s * 1000)
+        for record in list(self.live.values()):
+            if record.kind == "stateless" and record.last_seen_ms < cutoff and record.id not in self._seen:
+                await self.close(record.id, f"idle for {self.idle_close_s:g} s")
+                for listener in self.on_idle_close:
+                    listener(record)

@@ -1,0 +1,238 @@
+"""What an operator can see and do, over the daemon's parts: the one service behind `/v1`.
+
+Every action names who did it (`operator:<name>`) and lands in the event log with that name.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from .broker import Broker, NotOpen, UnknownQuestion
+from .connections import ConnectionRegistry
+from .events import EventBus, StoredEvent
+from .frames import Frame
+from .questions import Action, AnswerError, Question, QuestionStatus, operator_answer
+from .store import TaskQuery
+from .tasks import changes
+from .tasks.engine import TaskEngine, now_ms
+from .tasks.model import INPUT_REQUIRED, Task
+
+TIMELINE_MAX = 500
+
+
+class NotFound(LookupError):
+    pass
+
+
+class Conflict(Exception):
+    pass
+
+
+@dataclass(frozen=True)
+class TaskPage:
+    tasks: list[dict[str, Any]]
+    next_cursor: str | None
+
+
+def encode_cursor(task: Task) -> str:
+    return base64.urlsafe_b64encode(json.dumps([task.created_ms, task.id]).encode()).decode().rstrip("=")
+
+
+def decode_cursor(cursor: str) -> tuple[int, str]:
+    try:
+        created, task_id = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
+        if not isinstance(created, int) or isinstance(created, bool) or not isinstance(task_id, str):
+            raise ValueError
+    except (ValueError, TypeError, binascii.Error):
+        raise ValueError("not a cursor this API gave out") from None
+    return created, task_id
+
+
+def task_summary(task: Task, needs_input: bool) -> dict[str, Any]:
+    return {
+        "id": task.id,
+        "status": task.status,
+        "statusMessage": task.status_message,
+        "tool": task.tool,
+        "upstream": task.upstream,
+        "era": task.era,
+        "connectionId": task.connection,
+        "owner": changes.owner_kind(task.owner),
+        "createdMs": task.created_ms,
+        "updatedMs": task.updated_ms,
+        "ttlMs": task.ttl_ms,
+        "expiresMs": task.expires_ms(),
+        "pollIntervalMs": task.poll_ms,
+        "upstreamTaskId": task.upstream_task_id,
+        "needsInput": needs_input or task.status == INPUT_REQUIRED,
+    }
+
+
+class Operations:
+    def __init__(self, *, engine: TaskEngine, broker: Broker, registry: ConnectionRegistry, bus: EventBus) -> None:
+        self.engine = engine
+        self.broker = broker
+        self.registry = registry
+        self.bus = bus
+        self.store = engine.store
+
+    # ---- connections ---------------------------------------------------------------------
+    async def connections(self, include_closed: bool = True) -> list[dict[str, Any]]:
+        counts = await self.store.task_counts()
+        asking = {q.connection for q in self.broker.open_questions()}
+        records = await self.store.connections(open_only=not include_closed)
+        live = {r.id: r for r in self.registry.live.values()}
+        out = []
+        for record in records:
+            record = live.get(record.id, record)  # the registry's last-seen is fresher
+            by_status = counts.get(record.id, {})
+            out.append(
+                {
+                    **record.wire(),
+                    "tasks": by_status,
+                    "needsInput": record.id in asking or by_status.get(INPUT_REQUIRED, 0) > 0,
+                }
+            )
+        return out
+
+    async def connection(self, record_id: str) -> dict[str, Any]:
+        for conn in await self.connections():
+            if conn["id"] == record_id:
+                return conn
+        raise NotFound(f"no connection {record_id}")
+
+    # ---- tasks ---------------------------------------------------------------------------
+    def _asking_tasks(self) -> set[str]:
+        return {q.task_id for q in self.broker.open_questions() if q.task_id is not None}
+
+    async def tasks(
+        self,
+        *,
+        connection: str | None = None,
+        statuses: frozenset[str] = frozenset(),
+        tool: str | None = None,
+        text: str | None = None,
+        cursor: str | None = None,
+        limit: int = 100,
+    ) -> TaskPage:
+        before = decode_cursor(cursor) if cursor else None
+        query = TaskQuery(connection, statuses, tool, text, before, limit + 1, now_ms())
+        rows = await self.store.tasks(query)
+        asking = self._asking_tasks()
+        page = [task_summary(t, t.id in asking) for t in rows[:limit]]
+        return TaskPage(page, encode_cursor(rows[limit - 1]) if len(rows) > limit else None)
+
+    async def _task(self, task_id: str) -> Task:
+        task = await self.engine.get(task_id)
+        if task is None:
+            raise NotFound(f"no task {task_id}")
+        return task
+
+    async def task(self, task_id: str) -> dict[str, Any]:
+        task = await self._task(task_id)
+        questions = [q for q in self.broker.open_questions() if q.task_id == task_id]
+        events = await self.store.events_since(0, TIMELINE_MAX, task_id=task_id)
+        return {
+            **task_summary(task, bool(questions)),
+            "arguments": task.arguments,
+            "result": task.result,
+            "error": task.error,
+            "inputRequests": [_input_request(q) for q in questions],
+            "events": [e.wire() for e in events],
+        }
+
+    async def cancel_task(self, task_id: str, by: str) -> dict[str, Any]:
+        task = await self._task(task_id)
+        if task.terminal:
+            raise Conflict(f"task {task_id} already ended {task.status}")
+        name = by.removeprefix("operator:")
+        done = await self.engine.cancel(task, f"cancelled by operator {name}", by=by)
+        if done is None:
+            raise Conflict(f"task {task_id} ended before the cancel arrived")
+        return await self.task(task_id)
+
+    async def task_input(self, task_id: str, responses: dict[str, Any], by: str) -> dict[str, list[str]]:
+        """Answers for a task's open questions, keyed as its inputRequests are (both eras):
+        exactly what a 2026 host's tasks/update carries. Keys not outstanding are reported."""
+        await self._task(task_id)
+        checked: list[tuple[Question, Action, object, object]] = []
+        errors: dict[str, str] = {}
+        ignored: list[str] = []
+        for key, value in responses.items():
+            q = self.broker.get(key)
+            if q is None or q.task_id != task_id:
+                ignored.append(key)
+                continue
+            try:
+                action, content, result = _from_input_response(q, value)
+                operator_answer(q, action, content, result)  # check them all before answering any
+            except AnswerError as exc:
+                errors.update({f"inputResponses.{key}.{k}": v for k, v in exc.fields.items()})
+            else:
+                checked.append((q, action, content, result))
+        if errors:
+            raise AnswerError(errors)
+        answered: list[str] = []
+        for q, action, content, result in checked:
+            try:
+                await self.broker.answer_as_operator(q.id, action, content=content, result=result, by=by)
+                answered.append(q.id)
+            except (NotOpen, UnknownQuestion):
+                ignored.append(q.id)
+        return {"answered": answered, "ignored": ignored}
+
+    def frames(self, task_id: str) -> list[Frame]:
+        return self.engine.frames.frames(task_id)
+
+    # ---- questions -----------------------------------------------------------------------
+    async def questions(self, statuses: frozenset[QuestionStatus], task_id: str | None, limit: int) -> list[Question]:
+        if statuses == frozenset({"open"}) and task_id is None:
+            return sorted(self.broker.open_questions(), key=lambda q: q.created_ms)
+        return await self.store.questions(statuses, task_id, limit)
+
+    async def question(self, qid: str) -> Question:
+        q = self.broker.get(qid) or await self.store.get_question(qid)
+        if q is None:
+            raise NotFound(f"no question {qid}")
+        return q
+
+    async def answer(self, qid: str, action: Action, content: object, result: object, by: str) -> Question:
+        try:
+            return await self.broker.answer_as_operator(qid, action, content=content, result=result, by=by)
+        except UnknownQuestion:
+            raise NotFound(f"no question {qid}") from None
+        except NotOpen as exc:
+            raise Conflict(str(exc)) from None
+
+    # ---- events --------------------------------------------------------------------------
+    async def events(
+        self, since: int, limit: int, task_id: str | None, kinds: frozenset[str]
+    ) -> tuple[list[StoredEvent], int]:
+        return await self.store.events_since(since, limit, task_id=task_id, kinds=kinds), await self.store.last_seq()
+
+
+def _input_request(q: Question) -> dict[str, Any]:
+    return {
+        "key": q.id,
+        "questionId": q.id,
+        "kind": q.kind,
+        "method": q.method,
+        "upstream": q.upstream,
+        "params": q.params,
+    }
+
+
+def _from_input_response(q: Question, value: object) -> tuple[Action, object, object]:
+    """An inputResponses value (an ElicitResult, CreateMessageResult, ListRootsResult) as an
+    operator's answer."""
+    body = value if isinstance(value, dict) else {}
+    if q.kind in ("elicitation", "url-elicitation"):
+        action = body.get("action")
+        if action == "accept" or action == "decline" or action == "cancel":
+            return action, body.get("content"), None
+        raise AnswerError({"action": 'must be "accept", "decline" or "cancel"'})
+    return "accept", None, value

@@ -1,0 +1,7 @@
+"""Durable state: tasks, questions, sessions, host connections and the event log (store/base.py)."""
+
+from __future__ import annotations
+
+from .base import Snapshot, Store, StoreError, TaskQuery
+
+__all__ = ["Snapshot", "Store", "StoreError", "TaskQuery"]

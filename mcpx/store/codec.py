@@ -1,0 +1,67 @@
+"""Records to stored rows and back: the part of a store every backend shares. Pure."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from typing import Any
+
+from ..connections import ConnectionRecord
+from ..events import Event, StoredEvent
+from ..questions import Question
+from ..tasks.model import Task
+
+_TASK_FIELDS = frozenset(f.name for f in dataclasses.fields(Task))
+_QUESTION_FIELDS = frozenset(f.name for f in dataclasses.fields(Question))
+_CONNECTION_FIELDS = frozenset(f.name for f in dataclasses.fields(ConnectionRecord))
+
+
+def dumps(value: object) -> str:
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
+def task_body(task: Task) -> str:
+    return dumps(dataclasses.asdict(task))
+
+
+def task_from(body: str) -> Task:
+    # Fields a newer or older mcpx wrote that this one does not know are left behind.
+    data = {k: v for k, v in json.loads(body).items() if k in _TASK_FIELDS}
+    return Task(**data)
+
+
+def question_body(q: Question) -> str:
+    return dumps(dataclasses.asdict(q))
+
+
+def question_from(body: str) -> Question:
+    data = {k: v for k, v in json.loads(body).items() if k in _QUESTION_FIELDS}
+    return Question(**data)
+
+
+def connection_body(c: ConnectionRecord) -> str:
+    return dumps(dataclasses.asdict(c))
+
+
+def connection_from(body: str) -> ConnectionRecord:
+    data = {k: v for k, v in json.loads(body).items() if k in _CONNECTION_FIELDS}
+    return ConnectionRecord(**data)
+
+
+def event_row(event: Event) -> tuple[str, str | None, str | None, str | None, str | None, str]:
+    return (event.kind, event.task_id, event.connection_id, event.question_id, event.by, dumps(event.data))
+
+
+def event_from(
+    seq: int,
+    ts_ms: int,
+    kind: str,
+    task_id: str | None,
+    connection_id: str | None,
+    question_id: str | None,
+    by: str | None,
+    body: str,
+) -> StoredEvent:
+    data: dict[str, Any] = json.loads(body)
+    event = Event(kind, data, task_id=task_id, connection_id=connection_id, question_id=question_id, by=by)  # type: ignore[arg-type]  # a stored kind is one we wrote
+    return StoredEvent(seq, ts_ms, event)

@@ -1,0 +1,437 @@
+"""The embedded store: aiosqlite, WAL, one writer task that batches commits, one reader connection.
+
+A write is queued to the writer, which runs a batch of writes in one transaction (each in its own
+savepoint, so one bad write fails alone), writes each write's events in the same transaction
+(the events table's key is the sequence number), commits, publishes the events, and only then
+wakes the writers. Reads go through a second connection and so see committed data only.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sqlite3
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import aiosqlite
+import anyio
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+
+from ..connections import ConnectionRecord
+from ..events import Event, StoredEvent
+from ..questions import Question, QuestionStatus
+from ..tasks.model import TERMINAL, Task
+from . import codec
+from .base import Snapshot, StoreError, TaskQuery
+
+log = logging.getLogger("mcpx.store")
+
+BATCH_MAX = 256
+SCHEMA_VERSION = 2
+_V1 = """
+CREATE TABLE IF NOT EXISTS tasks (
+    id TEXT PRIMARY KEY, status TEXT NOT NULL, created_ms INTEGER NOT NULL, updated_ms INTEGER NOT NULL,
+    ttl_ms INTEGER, expires_ms INTEGER, poll_ms INTEGER NOT NULL, owner TEXT NOT NULL,
+    upstream TEXT NOT NULL, tool TEXT NOT NULL, era TEXT NOT NULL, body TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS tasks_owner ON tasks(owner, created_ms, id);
+CREATE INDEX IF NOT EXISTS tasks_expiry ON tasks(expires_ms);
+CREATE TABLE IF NOT EXISTS questions (id TEXT PRIMARY KEY, body TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS sessions (id TEXT PRIMARY KEY, body TEXT NOT NULL);
+"""
+# v2: the operator plane (connection registry, events, queryable questions and task owners).
+_V2 = """
+ALTER TABLE tasks ADD COLUMN connection TEXT;
+CREATE INDEX tasks_created ON tasks(created_ms, id);
+CREATE INDEX tasks_connection ON tasks(connection, created_ms, id);
+CREATE INDEX tasks_status ON tasks(status);
+ALTER TABLE questions ADD COLUMN status TEXT NOT NULL DEFAULT 'expired';
+ALTER TABLE questions ADD COLUMN created_ms INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE questions ADD COLUMN task_id TEXT;
+CREATE INDEX questions_status ON questions(status, created_ms);
+CREATE INDEX questions_task ON questions(task_id);
+CREATE TABLE connections (
+    id TEXT PRIMARY KEY, opened_ms INTEGER NOT NULL, last_seen_ms INTEGER NOT NULL,
+    closed_ms INTEGER, body TEXT NOT NULL
+);
+CREATE TABLE events (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT, ts_ms INTEGER NOT NULL, kind TEXT NOT NULL,
+    task_id TEXT, connection_id TEXT, question_id TEXT, by_ TEXT, body TEXT NOT NULL
+);
+CREATE INDEX events_task ON events(task_id, seq);
+"""
+_TASK_COLS = (
+    "id, status, created_ms, updated_ms, ttl_ms, expires_ms, poll_ms, owner, upstream, tool, era, connection, body"
+)
+_EVENT_COLS = "seq, ts_ms, kind, task_id, connection_id, question_id, by_, body"
+Op = tuple[str, tuple[Any, ...]]
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+@dataclass
+class _Write:
+    ops: Sequence[Op]
+    events: Sequence[Event]
+    done: anyio.Event = field(default_factory=anyio.Event)
+    error: Exception | None = None
+    stored: list[StoredEvent] = field(default_factory=list)
+
+
+def _task_row(task: Task) -> tuple[Any, ...]:
+    return (
+        task.id,
+        task.status,
+        task.created_ms,
+        task.updated_ms,
+        task.ttl_ms,
+        task.expires_ms(),
+        task.poll_ms,
+        task.owner,
+        task.upstream,
+        task.tool,
+        task.era,
+        task.connection,
+        codec.task_body(task),
+    )
+
+
+class SqliteStore:
+    def __init__(self, path: Path, on_commit: Callable[[list[StoredEvent]], None] | None = None) -> None:
+        self.path = path
+        self.on_commit = on_commit  # the event bus's publish, called after each commit, in order
+        self.db: aiosqlite.Connection | None = None  # the writer's
+        self.reader: aiosqlite.Connection | None = None
+        self._send: MemoryObjectSendStream[_Write] | None = None
+        self._recv: MemoryObjectReceiveStream[_Write] | None = None
+
+    # ---- lifecycle -----------------------------------------------------------------------
+    async def open(self) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.db = await aiosqlite.connect(self.path, isolation_level=None)  # transactions are ours
+        await self.db.execute("PRAGMA journal_mode=WAL")
+        await self.db.execute("PRAGMA synchronous=NORMAL")  # WAL + NORMAL: durable across process crashes
+        await self._migrate(self.db)
+        self.path.chmod(0o600)  # results and answers live here
+        self.reader = await aiosqlite.connect(self.path, isolation_level=None)
+        self._send, self._recv = anyio.create_memory_object_stream[_Write](max_buffer_size=10_000)
+
+    async def _migrate(self, db: aiosqlite.Connection) -> None:
+        """Bring the file to SCHEMA_VERSION (PRAGMA user_version), one version step at a time."""
+        async with db.execute("PRAGMA user_version") as cur:
+            row = await cur.fetchone()
+        version = int(row[0]) if row else 0
+        if version >= SCHEMA_VERSION:
+            return
+        await db.executescript(_V1)  # idempotent: files of mcpx 0.1 hold these tables at version 0
+        await db.execute("BEGIN IMMEDIATE")
+        try:
+            if version < 2:
+                for stmt in filter(str.strip, _V2.split(";")):
+                    await db.execute(stmt)
+                await db.execute(
+                    "UPDATE questions SET status = COALESCE(json_extract(body, '$.status'), 'expired'),"
+                    " created_ms = COALESCE(json_extract(body, '$.created_ms'), 0)"
+                )
+            await db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+            await db.execute("COMMIT")
+        except BaseException:
+            if db.in_transaction:
+                await db.execute("ROLLBACK")
+            raise
+
+    async def close(self) -> None:
+        if self._send is not None:
+            self._send.close()
+        for conn in (self.db, self.reader):
+            if conn is not None:
+                await conn.close()
+        self.db = self.reader = None
+
+    # ---- the writer ----------------------------------------------------------------------
+    async def run_writer(self) -> None:
+        """The one writer: drains queued writes, runs them in one transaction, wakes every waiter."""
+        assert self.db is not None and self._recv is not None
+        db, recv = self.db, self._recv
+        async with recv:
+            async for first in recv:
+                batch = [first]
+                while len(batch) < BATCH_MAX:
+                    try:
+                        batch.append(recv.receive_nowait())
+                    except anyio.WouldBlock:
+                        break
+                await self._commit(db, batch)
+
+    async def _commit(self, db: aiosqlite.Connection, batch: list[_Write]) -> None:
+        published: list[StoredEvent] = []
+        try:
+            await db.execute("BEGIN")
+            for write in batch:
+                await db.execute("SAVEPOINT w")
+                try:
+                    ts = now_ms()
+                    for sql, args in write.ops:
+                        await db.execute(sql, args)
+                    for event in write.events:
+                        cur = await db.execute(
+                            "INSERT INTO events (ts_ms, kind, task_id, connection_id, question_id, by_, body)"
+                            " VALUES (?,?,?,?,?,?,?)",
+                            (ts, *codec.event_row(event)),
+                        )
+                        assert cur.lastrowid is not None
+                        write.stored.append(StoredEvent(cur.lastrowid, ts, event))
+                    await db.execute("RELEASE w")
+                except sqlite3.Error as exc:  # this write alone fails; the rest of the batch goes on
+                    await db.execute("ROLLBACK TO w")
+                    await db.execute("RELEASE w")
+                    write.error, write.stored = exc, []
+                    log.error("store write failed: %s", exc)
+            await db.execute("COMMIT")
+            published = [e for w in batch for e in w.stored]
+        except Exception as exc:  # noqa: BLE001 - whatever failed the commit, every waiter must learn it
+            log.error("store commit failed: %s", exc)
+            try:
+                if db.in_transaction:
+                    await db.execute("ROLLBACK")
+            except Exception as rollback_exc:  # noqa: BLE001 - the batch already failed; this is its aftermath
+                log.warning("store rollback after a failed commit also failed: %s", rollback_exc)
+            for write in batch:
+                write.error, write.stored = write.error or exc, []
+        if published and self.on_commit is not None:
+            self.on_commit(published)
+        for write in batch:
+            write.done.set()
+
+    async def _write(self, ops: Sequence[Op], events: Sequence[Event] = ()) -> list[StoredEvent]:
+        if self._send is None:
+            raise StoreError("the store is not open")
+        write = _Write(ops, events)
+        try:
+            await self._send.send(write)
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+            raise StoreError("the store is closed") from None
+        await write.done.wait()
+        if write.error is not None:
+            raise StoreError(f"store write failed: {write.error}")
+        return write.stored
+
+    # ---- writes --------------------------------------------------------------------------
+    async def put_task(self, task: Task, events: Sequence[Event] = ()) -> list[StoredEvent]:
+        sql = f"INSERT OR REPLACE INTO tasks ({_TASK_COLS}) VALUES ({','.join('?' * 13)})"
+        return await self._write([(sql, _task_row(task))], events)
+
+    async def delete_task(self, task_id: str, events: Sequence[Event] = ()) -> list[StoredEvent]:
+        """The row and its events go together (retention); `events` (task.expired) come after."""
+        ops: list[Op] = [
+            ("DELETE FROM events WHERE task_id = ?", (task_id,)),
+            ("DELETE FROM tasks WHERE id = ?", (task_id,)),
+        ]
+        return await self._write(ops, events)
+
+    async def put_question(self, question: Question, events: Sequence[Event] = ()) -> list[StoredEvent]:
+        sql = "INSERT OR REPLACE INTO questions (id, body, status, created_ms, task_id) VALUES (?,?,?,?,?)"
+        args = (question.id, codec.question_body(question), question.status, question.created_ms, question.task_id)
+        return await self._write([(sql, args)], events)
+
+    async def put_connection(self, record: ConnectionRecord, events: Sequence[Event] = ()) -> list[StoredEvent]:
+        sql = "INSERT OR REPLACE INTO connections (id, opened_ms, last_seen_ms, closed_ms, body) VALUES (?,?,?,?,?)"
+        args = (record.id, record.opened_ms, record.last_seen_ms, record.closed_ms, codec.connection_body(record))
+        return await self._write([(sql, args)], events)
+
+    async def append(self, events: Sequence[Event]) -> list[StoredEvent]:
+        return await self._write([], events)
+
+    async def touch_connections(self, last_seen: dict[str, int]) -> None:
+        sql = (
+            "UPDATE connections SET last_seen_ms = ?,"
+            " body = json_set(body, '$.last_seen_ms', ?) WHERE id = ? AND closed_ms IS NULL"
+        )
+        await self._write([(sql, (ms, ms, record_id)) for record_id, ms in last_seen.items()])
+
+    async def put_session(self, session_id: str, body: dict[str, Any]) -> None:
+        await self._write([("INSERT OR REPLACE INTO sessions VALUES (?, ?)", (session_id, codec.dumps(body)))])
+
+    async def delete_session(self, session_id: str) -> None:
+        await self._write([("DELETE FROM sessions WHERE id = ?", (session_id,))])
+
+    async def trim_events(self, keep: int) -> int:
+        """Drop the oldest events beyond the newest `keep` (the table's cap)."""
+        last = await self.last_seq()
+        if last - keep <= 0 or await self.first_seq() > last - keep:
+            return 0
+        await self._write([("DELETE FROM events WHERE seq <= ?", (last - keep,))])
+        return last - keep
+
+    # ---- reads ---------------------------------------------------------------------------
+    def _r(self) -> aiosqlite.Connection:
+        if self.reader is None:
+            raise StoreError("the store is not open")
+        return self.reader
+
+    async def _all(
+        self, sql: str, args: Sequence[Any] = (), db: aiosqlite.Connection | None = None
+    ) -> list[sqlite3.Row]:
+        async with (db or self._r()).execute(sql, tuple(args)) as cur:
+            return list(await cur.fetchall())
+
+    async def get_task(self, task_id: str) -> Task | None:
+        rows = await self._all("SELECT body FROM tasks WHERE id = ?", (task_id,))
+        return codec.task_from(rows[0][0]) if rows else None
+
+    async def list_owner(
+        self, owner: str, after: tuple[int, str] | None, limit: int, *, now_ms: int | None = None
+    ) -> list[Task]:
+        """One owner's tasks in (created_ms, id) order, after the cursor `after`. With `now_ms`, rows
+        past their TTL are left out in SQL, before the LIMIT, so a page is never short while live
+        tasks follow (the caller asks for one row more than a page to decide on a next cursor)."""
+        where = ["owner = ?"]
+        args: list[object] = [owner]
+        if after is not None:
+            where.append("(created_ms, id) > (?, ?)")
+            args += [after[0], after[1]]
+        if now_ms is not None:
+            where.append("(expires_ms IS NULL OR expires_ms > ?)")
+            args.append(now_ms)
+        sql = f"SELECT body FROM tasks WHERE {' AND '.join(where)} ORDER BY created_ms, id LIMIT ?"
+        return [codec.task_from(r[0]) for r in await self._all(sql, (*args, limit))]
+
+    async def all_open(self) -> list[Task]:
+        marks = ",".join("?" * len(TERMINAL))
+        rows = await self._all(f"SELECT body FROM tasks WHERE status NOT IN ({marks})", tuple(TERMINAL))
+        return [codec.task_from(r[0]) for r in rows]
+
+    async def expired(self, now_ms: int) -> list[Task]:
+        rows = await self._all("SELECT body FROM tasks WHERE expires_ms IS NOT NULL AND expires_ms <= ?", (now_ms,))
+        return [codec.task_from(r[0]) for r in rows]
+
+    async def tasks(self, query: TaskQuery) -> list[Task]:
+        where: list[str] = []
+        args: list[object] = []
+        if query.connection is not None:
+            where.append("connection = ?")
+            args.append(query.connection)
+        if query.statuses:
+            where.append(f"status IN ({','.join('?' * len(query.statuses))})")
+            args += sorted(query.statuses)
+        if query.tool is not None:
+            where.append("tool = ?")
+            args.append(query.tool)
+        if query.text:
+            like = "%" + query.text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+            where.append(
+                "(id LIKE ? ESCAPE '\\' OR tool LIKE ? ESCAPE '\\' OR upstream LIKE ? ESCAPE '\\'"
+                " OR json_extract(body, '$.status_message') LIKE ? ESCAPE '\\')"
+            )
+            args += [like] * 4
+        if query.before is not None:
+            where.append("(created_ms, id) < (?, ?)")
+            args += [query.before[0], query.before[1]]
+        if query.now_ms is not None:
+            where.append("(expires_ms IS NULL OR expires_ms > ?)")
+            args.append(query.now_ms)
+        clause = f"WHERE {' AND '.join(where)}" if where else ""
+        sql = f"SELECT body FROM tasks {clause} ORDER BY created_ms DESC, id DESC LIMIT ?"
+        return [codec.task_from(r[0]) for r in await self._all(sql, (*args, query.limit))]
+
+    async def task_counts(self) -> dict[str, dict[str, int]]:
+        counts: dict[str, dict[str, int]] = {}
+        for connection, status, n in await self._all(
+            "SELECT COALESCE(connection, ''), status, COUNT(*) FROM tasks GROUP BY connection, status"
+        ):
+            counts.setdefault(connection, {})[status] = n
+        return counts
+
+    async def get_session(self, session_id: str) -> dict[str, Any] | None:
+        rows = await self._all("SELECT body FROM sessions WHERE id = ?", (session_id,))
+        if not rows:
+            return None
+        body: dict[str, Any] = json.loads(rows[0][0])
+        return body
+
+    async def get_question(self, question_id: str) -> Question | None:
+        rows = await self._all("SELECT body FROM questions WHERE id = ?", (question_id,))
+        return codec.question_from(rows[0][0]) if rows else None
+
+    async def questions(
+        self, statuses: frozenset[QuestionStatus] = frozenset(), task_id: str | None = None, limit: int = 200
+    ) -> list[Question]:
+        where: list[str] = []
+        args: list[object] = []
+        if statuses:
+            where.append(f"status IN ({','.join('?' * len(statuses))})")
+            args += sorted(statuses)
+        if task_id is not None:
+            where.append("task_id = ?")
+            args.append(task_id)
+        clause = f"WHERE {' AND '.join(where)}" if where else ""
+        rows = await self._all(
+            f"SELECT body FROM questions {clause} ORDER BY created_ms DESC, rowid DESC LIMIT ?", (*args, limit)
+        )
+        return [codec.question_from(r[0]) for r in rows]
+
+    async def connections(self, open_only: bool = False) -> list[ConnectionRecord]:
+        clause = "WHERE closed_ms IS NULL" if open_only else ""
+        rows = await self._all(f"SELECT body FROM connections {clause} ORDER BY opened_ms, id")
+        return [codec.connection_from(r[0]) for r in rows]
+
+    async def get_connection(self, record_id: str) -> ConnectionRecord | None:
+        rows = await self._all("SELECT body FROM connections WHERE id = ?", (record_id,))
+        return codec.connection_from(rows[0][0]) if rows else None
+
+    async def events_since(
+        self, seq: int, limit: int, *, task_id: str | None = None, kinds: frozenset[str] = frozenset()
+    ) -> list[StoredEvent]:
+        where = ["seq > ?"]
+        args: list[object] = [seq]
+        if task_id is not None:
+            where.append("task_id = ?")
+            args.append(task_id)
+        if kinds:
+            where.append(f"kind IN ({','.join('?' * len(kinds))})")
+            args += sorted(kinds)
+        sql = f"SELECT {_EVENT_COLS} FROM events WHERE {' AND '.join(where)} ORDER BY seq LIMIT ?"
+        return [codec.event_from(*r) for r in await self._all(sql, (*args, limit))]
+
+    async def first_seq(self) -> int:
+        rows = await self._all("SELECT MIN(seq) FROM events")
+        return int(rows[0][0] or 0)
+
+    async def last_seq(self) -> int:
+        # The sequence never goes back, even when the newest rows were deleted (AUTOINCREMENT).
+        rows = await self._all("SELECT seq FROM sqlite_sequence WHERE name = 'events'")
+        return int(rows[0][0]) if rows else 0
+
+    async def snapshot(self, task_limit: int) -> Snapshot:
+        """Open connections (and closed ones that still own tasks), every unfinished task and the
+        newest `task_limit` tasks, and the open questions, all as of one sequence number."""
+        self._r()  # open?
+        # Its own connection: a read transaction held on the shared reader would show every other
+        # reader (the engine's compare-and-set among them) this older state meanwhile.
+        async with aiosqlite.connect(self.path, isolation_level=None) as db:
+            await db.execute("BEGIN")
+            try:
+                seq_rows = await self._all("SELECT seq FROM sqlite_sequence WHERE name = 'events'", db=db)
+                seq = int(seq_rows[0][0]) if seq_rows else 0
+                marks = ",".join("?" * len(TERMINAL))
+                rows = await self._all(
+                    f"SELECT body FROM tasks WHERE status NOT IN ({marks}) UNION"
+                    " SELECT body FROM (SELECT body FROM tasks ORDER BY created_ms DESC, id DESC LIMIT ?)",
+                    (*TERMINAL, task_limit),
+                    db,
+                )
+                tasks = sorted((codec.task_from(r[0]) for r in rows), key=lambda t: (t.created_ms, t.id))
+                owners = {t.connection for t in tasks}
+                crows = await self._all("SELECT body FROM connections ORDER BY opened_ms, id", db=db)
+                conns = [c for c in map(codec.connection_from, (r[0] for r in crows)) if c.open or c.id in owners]
+                qrows = await self._all("SELECT body FROM questions WHERE status = 'open' ORDER BY created_ms", db=db)
+                questions = [codec.question_from(r[0]) for r in qrows]
+            finally:
+                await db.execute("COMMIT")
+        return Snapshot(seq, conns, tasks, questions)

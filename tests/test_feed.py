@@ -1,0 +1,170 @@
+"""The `/v1/events` feed against a real daemon: every event, in order, exactly once, across a
+forced reconnect and a SIGKILL restart; a subscriber that never reads slows nothing down."""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import signal
+import socket
+import threading
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+from harness import Api, Daemon, FeedClient, RawHost, stdio_server, wait_until
+
+from mcpx.api.event_schemas import data_schema, envelope_schema
+
+TERMINAL = {"completed", "failed", "cancelled"}
+
+
+def _make_tasks(url: str, count: int, workers: int, args: dict[str, Any], name: str = "fx__slow") -> list[str]:
+    """`count` 2025-11-25 tasks created concurrently over `workers` sessions; their ids."""
+    ids: list[str] = []
+    lock = threading.Lock()
+    errors: list[str] = []
+
+    def work(n: int) -> None:
+        with RawHost(url) as host:
+            host.initialize()
+            for _ in range(n):
+                frame = host.legacy("tools/call", {"name": name, "arguments": args, "task": {}}).json()
+                if "result" not in frame:
+                    errors.append(json.dumps(frame))
+                    continue
+                with lock:
+                    ids.append(frame["result"]["task"]["taskId"])
+
+    threads = [threading.Thread(target=work, args=(count // workers,)) for _ in range(workers)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    assert not errors, errors[:3]
+    return ids
+
+
+def _check_shapes(messages: list[dict[str, Any]]) -> None:
+    envelope = envelope_schema()
+    for m in messages:
+        if m.get("type") == "event":
+            jsonschema.validate(m, envelope)
+            jsonschema.validate(m["data"], data_schema(m["kind"]))
+
+
+def _all_terminal(api: Api, ids: list[str]) -> bool:
+    page = api.get("/v1/tasks", params={"status": ["working", "input_required"], "limit": 1}).json()
+    return not page["tasks"]
+
+
+def test_every_event_of_1000_tasks_arrives_in_order_once_across_a_reconnect_and_a_sigkill(
+    start_daemon: Any, tmp_path: Path
+) -> None:
+    d: Daemon = start_daemon({"mcpServers": {"fx": stdio_server(tmp_path)}})
+    first = FeedClient(d)
+    wait_until(lambda: first.messages, 10, "snapshot")
+    snapshot = first.messages[0]
+    assert snapshot["type"] == "snapshot"
+    segments: list[list[dict[str, Any]]] = []
+    ids: list[str] = []
+    creator = threading.Thread(target=lambda: ids.extend(_make_tasks(d.url, 1000, 8, {"seconds": 0.5, "steps": 1})))
+    creator.start()
+    wait_until(lambda: len(first.events("task.created")) >= 300, 60, "300 tasks created")
+    first.close()  # a dropped feed: resume by sequence
+    segments.append(first.events())
+    second = FeedClient(d, since=segments[-1][-1]["seq"])
+    creator.join(120)
+    assert len(ids) == 1000
+    before = sum(e["kind"] == "task.created" for e in segments[0])
+    wait_until(lambda: len(second.events("task.created")) + before >= 1000, 30, "all creations seen")
+    d.stop(signal.SIGKILL)  # mid-run: some tasks are still working
+    second.close()
+    segments.append(second.events())
+    d.start(port=d.port)
+    third = FeedClient(d, since=segments[-1][-1]["seq"])
+    with Api(d) as api:
+        wait_until(lambda: _all_terminal(api, ids), 60, "every task terminal")
+        last = api.get("/v1/status").json()["lastSeq"]
+        wait_until(lambda: third.events() and third.events()[-1]["seq"] >= last, 20, "third feed caught up")
+        third.close()
+        segments.append(third.events())
+        stored: list[dict[str, Any]] = []
+        since = snapshot["seq"]
+        while True:
+            page = api.get("/v1/events", params={"since": since, "limit": 5000}).json()["events"]
+            if not page:
+                break
+            stored += page
+            since = page[-1]["seq"]
+    got = [e["seq"] for seg in segments for e in seg]
+    assert got == sorted(set(got)), "out of order or duplicated across the reconnect and the restart"
+    assert got == [e["seq"] for e in stored], "the feed and the store disagree"
+    assert got == list(range(snapshot["seq"] + 1, got[-1] + 1)), "a gap in the sequence"
+    for seg in segments:
+        _check_shapes(seg)
+    events = [e for seg in segments for e in seg]
+    created = {e["taskId"] for e in events if e["kind"] == "task.created"}
+    ended = {e["taskId"] for e in events if e["kind"] == "task.status" and e["data"]["status"] in TERMINAL}
+    assert created == set(ids) and ended == set(ids)
+    restarted = [e for e in events if e["kind"] == "task.status" and "restarted" in (e["data"]["statusMessage"] or "")]
+    print(f"{len(events)} events, {len(restarted)} tasks cut by the SIGKILL and failed honestly after it")
+
+
+def _stuck_subscriber(port: int, token: str) -> socket.socket:
+    """A websocket client that subscribes and then never reads, with a tiny receive buffer."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    sock.connect(("127.0.0.1", port))
+    key = base64.b64encode(os.urandom(16)).decode()
+    sock.sendall(
+        (
+            f"GET /v1/events HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+            f"Sec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\nAuthorization: Bearer {token}\r\n\r\n"
+        ).encode()
+    )
+    head = b""
+    while b"\r\n\r\n" not in head:
+        head += sock.recv(1)
+    assert b" 101 " in head.split(b"\r\n")[0], head
+    payload = json.dumps({"type": "subscribe"}).encode()
+    mask = os.urandom(4)
+    masked = bytes(b ^ mask[i % 4] for i, b in enumerate(payload))
+    sock.sendall(bytes([0x81, 0x80 | len(payload)]) + mask + masked)
+    return sock
+
+
+def _rss_kb(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    return 0
+
+
+def test_a_subscriber_that_never_reads_neither_slows_tasks_nor_grows_without_bound(
+    start_daemon: Any, tmp_path: Path
+) -> None:
+    d: Daemon = start_daemon({"mcpServers": {"fx": stdio_server(tmp_path)}})
+    stuck = _stuck_subscriber(d.port, d.token)
+    reader = FeedClient(d, kinds=["task.created"])  # a healthy subscriber beside it
+    try:
+        assert d.proc is not None
+        before = _rss_kb(d.proc.pid)
+        # Big arguments make big task.created events: the stuck socket's buffers fill quickly.
+        ids = _make_tasks(d.url, 2400, 8, {"text": "x" * 16_000}, name="fx__echo")
+        with Api(d) as api:
+            wait_until(lambda: _all_terminal(api, ids), 60, "every task terminal")
+            subs = api.get("/v1/status").json()["subscribers"]
+        after = _rss_kb(d.proc.pid)
+        wait_until(lambda: len(reader.events("task.created")) == len(ids), 30, "the healthy reader saw every task")
+        queued = sorted(s["queued"] for s in subs)
+        print(f"queues {queued}; overflowed {[s['overflowed'] for s in subs]}; RSS {before} -> {after} kB")
+        assert len(ids) == 2400
+        stuck_sub = max(subs, key=lambda s: (s["overflowed"], s["queued"]))
+        assert stuck_sub["overflowed"] or stuck_sub["queued"] <= 2048
+        assert all(s["queued"] <= 2048 for s in subs)  # bounded, whatever the subscriber does
+        assert any(s["overflowed"] for s in subs), "the stuck subscriber never fell behind: make the run longer"
+    finally:
+        reader.close()
+        stuck.close()
