@@ -1,4 +1,5 @@
-"""`mcpx` command line: daemon, status, serve, demo, config-reference."""
+"""`mcpx` command line: daemon, status, stop, serve, demo, config-reference, and the operator commands
+(tasks, questions, audit: mcpx/cli_ops.py, mcpx/cli_questions.py) over `/v1`."""
 
 from __future__ import annotations
 
@@ -13,10 +14,15 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-import httpx
 
 from . import __version__, state
+from .cli_client import EXIT_NOT_RUNNING, EXIT_OK, Api, CliError, running_daemon
+from .cli_format import status_text
+from .cli_ops import add_audit_parser, add_stop_parser, add_tasks_parser
+from .cli_questions import add_questions_parser
 from .config import Config, ConfigError, find_config, load_config, state_dir
+
+__all__ = ["build_parser", "main", "running_daemon"]
 
 
 def _load(args: argparse.Namespace) -> tuple[Config, Path | None]:
@@ -64,13 +70,6 @@ def _has_uvloop() -> bool:
     return True
 
 
-def running_daemon(folder: Path) -> dict[str, Any] | None:
-    info = state.read_info(folder)
-    if info is None or not state.pid_alive(info.get("pid")):
-        return None
-    return info
-
-
 def cmd_status(args: argparse.Namespace) -> int:
     folder = state_dir(args.state_dir)
     info = running_daemon(folder)
@@ -80,29 +79,15 @@ def cmd_status(args: argparse.Namespace) -> int:
             if args.json
             else f"mcpx: no daemon running for {folder}"
         )
-        return 3
-    token = state.api_token(folder)
-    try:
-        resp = httpx.get(
-            f"http://127.0.0.1:{info['port']}/v1/status", headers={"Authorization": f"Bearer {token}"}, timeout=5
-        )
-        status = resp.json()
-    except (httpx.HTTPError, ValueError) as exc:
-        print(f"mcpx: daemon pid {info.get('pid')} does not answer on port {info.get('port')}: {exc}", file=sys.stderr)
-        return 1
+        return EXIT_NOT_RUNNING
+    with Api(folder, info, timeout=5) as api:
+        status = api.get("/v1/status")
     status.update({"running": True, "url": info.get("url"), "stateDir": str(folder)})
     if args.json:
         print(json.dumps(status, indent=2))
-        return 0
-    print(f"mcpx {status['version']} running: pid {status['pid']}, {info.get('url')}, up {status['uptimeS']:.0f} s")
-    print(f"config: {status.get('config') or '(none)'}; state: {folder}")
-    for u in status["upstreams"]:
-        err = f" — {u['lastError']}" if u.get("lastError") else ""
-        print(
-            f"  {u['name']:<20} {u['transport']:<5} {u['state']:<10} {u.get('revision') or '-':<11} {u['tools']} tools, {u['restarts']} restarts{err}"
-        )
-    print(f"host connections: {len(status['connections'])}")
-    return 0
+    else:
+        print(status_text(status, str(folder)))
+    return EXIT_OK
 
 
 def ensure_daemon(args: argparse.Namespace, folder: Path) -> dict[str, Any]:
@@ -163,7 +148,12 @@ def cmd_config_reference(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="mcpx", description="MCP gateway daemon with durable tasks.")
+    p = argparse.ArgumentParser(
+        prog="mcpx",
+        description="MCP gateway daemon with durable tasks.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     p.add_argument("--version", action="version", version=f"mcpx {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
 
@@ -180,10 +170,14 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("-v", "--verbose", action="store_true")
     d.set_defaults(func=cmd_daemon)
 
-    s = sub.add_parser("status", help="report the running daemon")
+    s = sub.add_parser("status", help="report the running daemon", epilog=STATUS_EPILOG)
     common(s)
-    s.add_argument("--json", action="store_true")
+    s.add_argument("--json", action="store_true", help="print the API's JSON (with running, url, stateDir)")
     s.set_defaults(func=cmd_status)
+    add_stop_parser(sub)
+    add_tasks_parser(sub)
+    add_questions_parser(sub)
+    add_audit_parser(sub)
 
     sv = sub.add_parser("serve", help="stdio MCP server for hosts that spawn processes (relays to the daemon)")
     common(sv)
@@ -201,7 +195,32 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    return int(args.func(args) or 0)
+    try:
+        return int(args.func(args) or 0)
+    except CliError as exc:
+        print(f"mcpx: {exc}", file=sys.stderr)
+        return exc.code
+    except KeyboardInterrupt:
+        return 130
+
+
+STATUS_EPILOG = "exit codes: 0 running, 1 the daemon does not answer, 3 no daemon runs for the state folder"
+EPILOG = """\
+operator commands (over the daemon's /v1 API, with the token of the state folder):
+  mcpx tasks ls|show|cancel|watch   tasks of every host, and the live event feed
+  mcpx questions ls|show|answer     questions upstreams ask (elicitation, sampling, roots)
+  mcpx audit                        the event log: who created, cancelled, answered what
+  mcpx stop                         stop the running daemon
+Every one takes --state-dir; most take --json. See docs/cli.md.
+
+exit codes:
+  0   ok
+  1   error: no daemon running, the API refused (404, 409, 422: the message says why)
+  2   usage: bad options or values
+  3   `mcpx status`: no daemon runs for the state folder
+  75  `mcpx tasks show`: the task waits for input (input_required, or a question open)
+  130 interrupted (Ctrl-C; `mcpx tasks watch` exits 0 instead)
+"""
 
 
 if __name__ == "__main__":
