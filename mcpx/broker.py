@@ -114,6 +114,8 @@ class Broker:
             raise InternalError(f"mcpx could not record the upstream's {method}: {exc}") from None
         except BaseException:  # cancelled while the row was written: no ghost question stays open
             self._open.pop(q.id, None)
+            with anyio.CancelScope(shield=True):  # nor in its row, which the writer may still commit
+                await self._expire(q, "the call ended")
             raise
         try:
             async with anyio.create_task_group() as tg:

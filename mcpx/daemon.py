@@ -18,7 +18,7 @@ from typing import Any
 import anyio
 import uvicorn
 from starlette.applications import Starlette
-from starlette.routing import Mount, Route, WebSocketRoute
+from starlette.routing import Route, WebSocketRoute
 
 from . import __version__, state
 from .api import v1
@@ -156,9 +156,10 @@ class Daemon:
                     # A bound method, so Starlette hands it a WebSocket (an instance would be taken as raw ASGI).
                     WebSocketRoute("/v1/stdio", ShimEndpoint(self.router, token).__call__),
                     WebSocketRoute("/v1/events", FeedEndpoint(self.engine.store, self.bus, token, origins).__call__),
-                    Mount("", app=v1.build(self.operations, token, self.status, origins)),
                 ]
             )
+            # Everything else is /v1's (FastAPI): its own 404s and errors are JSON, like the rest of it.
+            app.router.default = v1.build(self.operations, token, self.status, origins)
             server = _Server(
                 uvicorn.Config(
                     app,

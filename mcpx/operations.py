@@ -5,9 +5,6 @@ Every action names who did it (`operator:<name>`) and lands in the event log wit
 
 from __future__ import annotations
 
-import base64
-import binascii
-import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,18 +35,19 @@ class TaskPage:
     next_cursor: str | None
 
 
+# A page cursor names the last task seen: "<createdMs>.<taskId>" (any such string is a cursor).
+CURSOR_PATTERN = r"^[0-9]{1,16}\.[A-Za-z0-9_-]{1,128}$"
+
+
 def encode_cursor(task: Task) -> str:
-    return base64.urlsafe_b64encode(json.dumps([task.created_ms, task.id]).encode()).decode().rstrip("=")
+    return f"{task.created_ms}.{task.id}"
 
 
 def decode_cursor(cursor: str) -> tuple[int, str]:
-    try:
-        created, task_id = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
-        if not isinstance(created, int) or isinstance(created, bool) or not isinstance(task_id, str):
-            raise ValueError
-    except (ValueError, TypeError, binascii.Error):
-        raise ValueError("not a cursor this API gave out") from None
-    return created, task_id
+    created, _, task_id = cursor.partition(".")
+    if not created.isdigit() or not task_id:
+        raise ValueError("not a cursor: <createdMs>.<taskId>")
+    return int(created), task_id
 
 
 def task_summary(task: Task, needs_input: bool) -> dict[str, Any]:

@@ -373,6 +373,12 @@ class FeedClient:
         except Exception:  # closed by close(), or by the daemon stopping
             pass
 
+    def snapshot(self, timeout: float = 10) -> dict[str, Any]:
+        """The snapshot a subscription without `since` starts with (once it has arrived)."""
+        wait_until(lambda: self.messages, timeout, "the feed's snapshot")
+        assert self.messages[0]["type"] == "snapshot", self.messages[0]
+        return self.messages[0]
+
     def events(self, kind: str | None = None) -> list[dict[str, Any]]:
         return [m for m in self.messages if m.get("type") == "event" and (kind is None or m["kind"] == kind)]
 

@@ -42,7 +42,19 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from harness import LEGACY, MODERN, UNIT, Daemon, FixtureHttp, RawHost, read_jsonl, reply_of, stdio_server, wait_until
+from harness import (
+    LEGACY,
+    MODERN,
+    UNIT,
+    Api,
+    Daemon,
+    FixtureHttp,
+    RawHost,
+    read_jsonl,
+    reply_of,
+    stdio_server,
+    wait_until,
+)
 from peers.venvs import peer_python
 from wire_schema import check_wire_log
 
@@ -434,7 +446,9 @@ def test_killing_the_shim_mid_call_leaves_the_daemon_and_the_call_running(
 
         upstream_id = wait_until(slow_call, 20, "the slow call to reach the upstream")
         (shim,) = [pid for pid in _children(host.pid) if "serve" in _cmdline(pid)]
-        assert [c["transport"] for c in d.status()["connections"]] == ["stdio"]
+        with Api(d) as api:
+            live = api.get("/v1/connections", params={"closed": False}).json()["connections"]
+        assert [(c["transport"], c["kind"]) for c in live] == [("stdio", "shim")]
         os.kill(shim, signal.SIGKILL)
         out, err = host.communicate(timeout=30 * UNIT)
     finally:
@@ -447,6 +461,9 @@ def test_killing_the_shim_mid_call_leaves_the_daemon_and_the_call_running(
     # The daemon noticed the shim going, is still up, and the call ran to its end upstream
     # (a legacy host's disconnect is not a cancellation).
     wait_until(lambda: not d.status()["connections"], 10, "the shim's connection to close")
+    with Api(d) as api:
+        [closed] = api.get("/v1/connections").json()["connections"]
+    assert closed["closeReason"] == "the mcpx serve process disconnected" and closed["closedMs"], closed
     assert d.proc is not None and d.proc.poll() is None, d.stderr()
     finished = wait_until(
         lambda: [

@@ -49,9 +49,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
-from harness import MODERN, UNIT, Daemon, read_jsonl, wait_until
+from harness import MODERN, UNIT, Api, Daemon, read_jsonl, wait_until
 from peers.venvs import peer_python
 
 PEERS = Path(__file__).resolve().parent / "peers"
@@ -164,12 +163,8 @@ class Gateway:
             if e["event"] == event and e.get("message") == message
         ]
 
-    def api(self) -> httpx.Client:
-        return httpx.Client(
-            base_url=f"http://127.0.0.1:{self.daemon.port}",
-            headers={"Authorization": f"Bearer {self.daemon.token}"},
-            timeout=10,
-        )
+    def api(self) -> Api:
+        return Api(self.daemon)
 
     def host(self, kind: str, steps: list[dict[str, Any]], *extra: str, timeout: float = 90) -> HostRun:
         url = self.daemon.url
@@ -184,7 +179,7 @@ class Gateway:
 
     def history(self) -> list[dict[str, Any]]:
         with self.api() as api:
-            return api.get("/v1/questions", params={"all": 1}).json()["history"]
+            return api.history()
 
 
 def _start_fx(py: Path, tmp: Path) -> tuple[subprocess.Popen[bytes], str]:
@@ -243,6 +238,8 @@ def gw(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Gateway]:
             },
             # A declaring 2026 host's call becomes a task after 300 ms; hosts poll tasks every 100 ms.
             "tasks": {"taskAfterMs": 300, "pollIntervalMs": 100},
+            # The operator here is a script on /v1, not an attached console: questions wait for it.
+            "questions": {"waitForOperator": "always"},
         }
         daemon = Daemon(tmp, config, name="qm")
         daemon.start()
@@ -267,9 +264,9 @@ def no_leftover_questions(gw: Gateway) -> Iterator[None]:
     question there unattributable): after each test, cancel whatever is still open."""
     yield
     with gw.api() as api:
-        for q in api.get("/v1/questions").json()["open"]:
-            api.post(f"/v1/questions/{q['id']}/answer", json={"answer": {"action": "cancel"}, "by": "cleanup"})
-        wait_until(lambda: not api.get("/v1/questions").json()["open"], 10, "no open questions")
+        for q in api.open_questions():
+            api.answer(q["id"], "cancel", by="cleanup")
+        wait_until(lambda: not api.open_questions(), 10, "no open questions")
     time.sleep(0.2)  # the answered upstream calls finish
 
 
@@ -288,13 +285,12 @@ class Operator:
         deadline = time.monotonic() + 60 * UNIT
         with self.gw.api() as api:
             while not self._stop.is_set() and time.monotonic() < deadline and len(self.questions) < len(self.answers):
-                for q in api.get("/v1/questions").json()["open"]:
+                for q in api.open_questions():
                     message = q["params"].get("message")
                     if message in self.answers and message not in self.questions:
                         self.questions[message] = q
-                        reply = api.post(
-                            f"/v1/questions/{q['id']}/answer", json={"answer": self.answers[message], "by": self.by}
-                        )
+                        answer = self.answers[message]
+                        reply = api.answer(q["id"], answer["action"], by=self.by, content=answer.get("content"))
                         self.taken[message] = reply.json()
                 time.sleep(0.05)
 
@@ -476,13 +472,12 @@ def test_operator_answers_for_a_2025_host_without_elicitation(gw: Gateway) -> No
             assert line["asked"] == [], line  # the host was never asked
             assert_upstream_got_exactly(gw, up, line, message, answer)
             q = operator.questions[message]
-            assert q["upstream"] == up and q["kind"] == "elicitation" and operator.taken[message] == {"taken": True}, q
+            taken = operator.taken[message]
+            assert q["upstream"] == up and q["kind"] == "elicitation" and taken["answeredBy"] == "operator:olga", q
             row = history[q["id"]]
-            assert row["status"] == "answered" and row["answered_by"] == "operator:olga" and row["answer"] == answer, (
-                row
-            )
-            late = api.post(f"/v1/questions/{q['id']}/answer", json={"answer": {"action": "decline"}, "by": "late"})
-            assert late.status_code == 404, late.text  # first answer wins; the question is closed
+            assert row["status"] == "answered" and row["answeredBy"] == "operator:olga" and row["answer"] == answer, row
+            late = api.answer(q["id"], "decline", by="late")
+            assert late.status_code == 409, late.text  # first answer wins; the question is closed
 
 
 @pytest.mark.parametrize(
@@ -520,7 +515,7 @@ def test_operator_answers_a_question_inside_a_2026_task(gw: Gateway, ups: tuple[
     gw.timings[f"operator in 2026 tasks ({'+'.join(ups)})"] = run.elapsed
     for (up, message, answer), line in zip(cells, lines, strict=True):
         assert line.get("kind") == "task" and line["asked"] == [], line
-        assert operator.taken.get(message) == {"taken": True}, (up, operator.questions)
+        assert (operator.taken.get(message) or {}).get("answeredBy") == "operator:olga", (up, operator.questions)
         assert line["finalStatus"] == "completed", line
         assert_upstream_got_exactly(gw, up, line, message, answer)
 
@@ -592,5 +587,5 @@ def test_host_answers_are_recorded_in_the_question_history(gw: Gateway) -> None:
 
     rows = wait_until(answered_rows, 10, "every question stored as answered") or {}
     assert sorted(rows) == sorted(messages), rows
-    stored = {m: (r["status"], r["answered_by"]) for m, r in rows.items()}
+    stored = {m: (r["status"], r["answeredBy"]) for m, r in rows.items()}
     assert all(status == "answered" and (by or "").startswith("host:") for status, by in stored.values()), stored

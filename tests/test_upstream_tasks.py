@@ -32,7 +32,7 @@ from typing import Any
 
 import anyio
 import pytest
-from harness import Api, FeedClient, UNIT, RawHost, read_jsonl, reply_of, wait_until
+from harness import UNIT, Api, FeedClient, RawHost, read_jsonl, reply_of, wait_until
 from peers.venvs import peer_python
 
 from mcpx.protocol.errors import InternalError, UpstreamError, UpstreamUnavailable

@@ -171,7 +171,7 @@ def _subscriber(hello: dict[str, Any]) -> Subscriber:
 def _since(value: object) -> int | None:
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 2**63:
         raise ValueError("since must be a sequence number (an integer >= 0)")
     return value
 

@@ -13,20 +13,24 @@ from fastapi import Depends, FastAPI, HTTPException, Path, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from .. import __version__
-from ..operations import Conflict, NotFound, Operations
+from ..events import EventKind
+from ..operations import CURSOR_PATTERN, Conflict, NotFound, Operations
 from ..questions import AnswerError, QuestionStatus
 from . import models
 from .origin import origin_allowed
 
 ERRORS: dict[int | str, dict[str, Any]] = {
+    400: {"model": models.ErrorBody, "description": "The body is not JSON."},
     401: {"model": models.ErrorBody, "description": "The state folder's token is missing or wrong."},
     403: {"model": models.ErrorBody, "description": "A request from a foreign browser origin."},
     422: {"model": models.ErrorBody, "description": "The request does not fit (the fields say where)."},
 }
 NOT_FOUND: dict[int | str, dict[str, Any]] = {404: {"model": models.ErrorBody, "description": "No such thing."}}
 CONFLICT: dict[int | str, dict[str, Any]] = {409: {"model": models.ErrorBody, "description": "Too late: already done."}}
+SEQ_MAX = 2**63 - 1  # SQLite's largest integer
 _bearer = HTTPBearer(auto_error=False, description="The token in the daemon's state folder (`token`, mode 0600).")
 StatusFn = Callable[[], Awaitable[dict[str, Any]]]
 
@@ -41,6 +45,11 @@ def build(ops: Operations, token: str, status: StatusFn, allowed_origins: list[s
         given = credentials.credentials if credentials is not None else ""
         if not secrets.compare_digest(given.encode(), token.encode()):
             raise HTTPException(401, "the mcpx API token is required", headers={"WWW-Authenticate": "Bearer"})
+        unknown = sorted(set(request.query_params) - _query_names(request))
+        if unknown:  # a misspelt filter would otherwise be silently ignored
+            raise RequestValidationError(
+                [{"loc": ("query", unknown[0]), "msg": "unknown query parameter", "type": "extra_forbidden"}]
+            )
 
     app = FastAPI(
         title="mcpx operator API",
@@ -53,8 +62,8 @@ def build(ops: Operations, token: str, status: StatusFn, allowed_origins: list[s
         responses=ERRORS,
     )
 
-    @app.exception_handler(HTTPException)
-    async def http_error(request: Request, exc: HTTPException) -> JSONResponse:
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
         return JSONResponse({"error": str(exc.detail)}, exc.status_code, headers=exc.headers)
 
     @app.exception_handler(RequestValidationError)
@@ -92,7 +101,9 @@ def build(ops: Operations, token: str, status: StatusFn, allowed_origins: list[s
         status: Annotated[list[models.TaskStatus] | None, Query(description="Only these statuses.")] = None,
         tool: Annotated[str | None, Query(description="Only this (upstream) tool.")] = None,
         q: Annotated[str | None, Query(description="Text in the id, tool, upstream or status message.")] = None,
-        cursor: Annotated[str | None, Query(description="A `nextCursor` from an earlier page.")] = None,
+        cursor: Annotated[
+            str | None, Query(pattern=CURSOR_PATTERN, description="A `nextCursor` from an earlier page.")
+        ] = None,
         limit: Annotated[int, Query(ge=1, le=1000)] = 100,
     ) -> dict[str, Any]:
         try:
@@ -182,15 +193,28 @@ def build(ops: Operations, token: str, status: StatusFn, allowed_origins: list[s
 
     @app.get("/v1/events", response_model=models.EventPage, summary="The event log (the audit log)")
     async def list_events(
-        since: Annotated[int, Query(ge=0, description="Events after this sequence number.")] = 0,
+        since: Annotated[int, Query(ge=0, le=SEQ_MAX, description="Events after this sequence number.")] = 0,
         limit: Annotated[int, Query(ge=1, le=5000)] = 500,
         task: Annotated[str | None, Query()] = None,
-        kind: Annotated[list[str] | None, Query(description="Only these kinds.")] = None,
+        kind: Annotated[list[EventKind] | None, Query(description="Only these kinds.")] = None,
     ) -> dict[str, Any]:
         events, last = await ops.events(since, limit, task, frozenset(kind or ()))
         return {"events": [e.wire() for e in events], "lastSeq": last}
 
     return app
+
+
+def _query_names(request: Request) -> set[str]:
+    """The query parameters the matched route declares."""
+    route = request.scope.get("route")
+    dependant = getattr(route, "dependant", None)  # an APIRoute; other routes declare none
+    names: set[str] = set()
+    stack = [dependant] if dependant is not None else []
+    while stack:
+        d = stack.pop()
+        names.update(p.alias for p in d.query_params)
+        stack.extend(d.dependencies)
+    return names
 
 
 def _unfit(exc: AnswerError) -> JSONResponse:

@@ -18,7 +18,7 @@ from ..protocol.errors import InvalidParams, McpError, UpstreamError, UpstreamUn
 from .catalogue import CHANGED, KINDS, Naming, template_matches, valid_items
 from .http import HttpTransport
 from .session import UpstreamSession
-from .stdio import StdioTransport
+from .stdio import START_MARK, StdioTransport
 from .transport import Transport
 
 log = logging.getLogger("mcpx.upstream")
@@ -125,6 +125,8 @@ class UpstreamServer:
                 text = fh.read().decode("utf-8", errors="replace")
         except OSError:
             return []
+        # Only what its latest process wrote: stdio.py marks each start in the log.
+        text = text.rsplit(START_MARK, 1)[-1].split("\n", 1)[-1] if START_MARK in text else text
         return [line for line in text.splitlines() if line.strip()][-lines:]
 
     @property
@@ -200,10 +202,14 @@ class UpstreamServer:
         try:
             await transport.run(session.feed, task_status.started)
         finally:
+            code = transport.returncode
+            if code is not None:
+                self.exit_code = code  # also when it died during its start, before any session
+            ended = f"exited with code {code}" if code is not None else "exited"
             self._down(
                 session,
                 session.dead_reason
-                or f"upstream {self.key!r} " + ("exited" if self.cfg.transport == "stdio" else "connection lost"),
+                or f"upstream {self.key!r} " + (ended if self.cfg.transport == "stdio" else "connection lost"),
             )
 
     def _down(self, session: UpstreamSession, reason: str) -> None:

@@ -62,6 +62,8 @@ class _Pending:
     done: anyio.Event = field(default_factory=anyio.Event)
     reply: dict[str, Any] | None = None
     sink: FrameSink | None = None  # the task's frame log, when a task's call made this request
+    # Server requests being answered for this call: they end when the call does.
+    handlers: set[anyio.CancelScope] = field(default_factory=set)
 
 
 class UpstreamSession:
@@ -166,8 +168,14 @@ class UpstreamSession:
         if method == "ping":
             reply = jsonrpc.result(msg["id"], {})
         elif slot is not None and slot.on_request is not None:
+            scope = anyio.CancelScope()
+            slot.handlers.add(scope)
             try:
-                reply = jsonrpc.result(msg["id"], await slot.on_request(str(method), params))
+                with scope:
+                    reply = jsonrpc.result(msg["id"], await slot.on_request(str(method), params))
+                if scope.cancelled_caught:
+                    # The call that asked ended first: its question is moot (and closed with it).
+                    reply = jsonrpc.error(msg["id"], {"code": -32603, "message": "the call that asked has ended"})
             except McpError as exc:
                 reply = jsonrpc.error(msg["id"], exc.to_error())
             except UpstreamError as exc:  # the host's own JSON-RPC error, passed back
@@ -175,6 +183,8 @@ class UpstreamSession:
             except Exception as exc:  # noqa: BLE001 - whatever failed, the upstream gets an answer, not silence
                 log.warning("upstream %s: answering its %s failed: %s", self.name, method, exc)
                 reply = jsonrpc.error(msg["id"], {"code": -32603, "message": f"mcpx could not get an answer: {exc}"})
+            finally:
+                slot.handlers.discard(scope)
         else:
             reply = jsonrpc.error(
                 msg["id"],
@@ -241,6 +251,8 @@ class UpstreamSession:
             self._pending.pop(rid, None)
             if token_key is not None:
                 self._progress.pop(token_key, None)
+            for scope in slot.handlers:
+                scope.cancel()
         reply = slot.reply or {}
         if sink is not None and slot.reply is not None:
             sink("upstream", "in", slot.reply)

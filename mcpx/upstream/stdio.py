@@ -7,6 +7,7 @@ import logging
 import os
 import signal
 import subprocess
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal
@@ -23,6 +24,7 @@ log = logging.getLogger("mcpx.upstream")
 
 # Bounded, staged stop: polite first (EOF on stdin), then the whole process group.
 STOP_GRACE_S = 2.0
+START_MARK = "--- mcpx: started"  # the line each start writes to the stderr log
 MAX_LINE = 64 * 1024 * 1024
 
 
@@ -46,6 +48,8 @@ class StdioTransport:
         self.log_dir.mkdir(parents=True, exist_ok=True)
         # Blocking, but a local append-open; the handle lives as long as the child (closed below).
         stderr = open(self.log_dir / f"{self.name}.stderr.log", "ab")  # noqa: ASYNC230, SIM115
+        stderr.write(f"{START_MARK} {time.strftime('%Y-%m-%dT%H:%M:%S')} {self.cfg.command}\n".encode())
+        stderr.flush()
         try:
             self.proc = await anyio.open_process(
                 [self.cfg.command or "", *self.cfg.args],

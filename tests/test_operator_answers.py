@@ -1,0 +1,157 @@
+"""An operator answers through /v1 what the upstream asked, and the upstream gets exactly that:
+inside a 2025-11-25 task, inside a 2026-07-28 task (its inputRequests), and outside any task. The
+answer is checked first (422 naming the field), a second one is refused (409), a question whose
+call is gone closes with it, and every step is in the audit log with who did it."""
+
+from __future__ import annotations
+
+import json
+import sys
+import threading
+from typing import Any
+
+import pytest
+from harness import ROOT, Api, FeedClient, RawHost, operator_attached, reply_of, wait_until
+
+SERVER = ROOT / "tests" / "conformance" / "server.py"
+CONTENT = {"username": "ada", "email": "ada@example.com"}
+TASKS_EXT = {"extensions": {"io.modelcontextprotocol/tasks": {}}}
+
+
+@pytest.fixture(params=[True, False], ids=["upstream-2025", "upstream-2026"])
+def daemon(request: Any, start_daemon: Any) -> Any:
+    args = [str(SERVER), "stdio"] + (["--legacy-only"] if request.param else [])
+    config = {
+        "mcpServers": {
+            "up": {
+                "command": sys.executable,
+                "args": args,
+                "mcpx": {
+                    "passthrough": True,
+                    "tools": {
+                        "test_elicitation": {"taskSupport": "optional"},
+                        "confirm_delete": {"taskSupport": "optional"},
+                    },
+                },
+            }
+        },
+        "tasks": {"taskAfterMs": 200},
+    }
+    return start_daemon(config)
+
+
+def _summary(content: dict[str, Any]) -> str:
+    """What the conformance fixture's test_elicitation returns for an accepted answer."""
+    return f"User response: action=accept, content={json.dumps(content)}"
+
+
+def _answer_the_open_question(api: Api, message: str) -> dict[str, Any]:
+    [q] = wait_until(lambda: [q for q in api.open_questions() if q["params"].get("message") == message], 15, message)
+    bad = api.answer(q["id"], "accept", by="olga", content={"username": "ada"})
+    assert bad.status_code == 422 and "content.email" in bad.json()["fields"], bad.text  # checked first
+    taken = api.answer(q["id"], "accept", by="olga", content=CONTENT)
+    assert taken.status_code == 200, taken.text
+    again = api.answer(q["id"], "decline", by="late")
+    assert again.status_code == 409, again.text
+    return q
+
+
+def test_an_operators_answer_reaches_the_upstream_inside_a_2025_task(daemon: Any, raw_host: Any) -> None:
+    host = raw_host(daemon.url)
+    host.initialize()  # no elicitation: only an operator can answer
+    feed = operator_attached(daemon, "olga")
+    try:
+        args = {"name": "test_elicitation", "arguments": {"message": "In a 2025 task?"}, "task": {}}
+        tid = host.legacy("tools/call", args).json()["result"]["task"]["taskId"]
+        with Api(daemon) as api:
+            q = _answer_the_open_question(api, "In a 2025 task?")
+            assert q["taskId"] == tid
+            result = reply_of(host.legacy("tasks/result", {"taskId": tid}))["result"]
+            assert result["content"][0]["text"] == _summary(CONTENT)
+            kinds = [(e["kind"], e.get("by")) for e in api.get("/v1/events", params={"task": tid}).json()["events"]]
+            assert ("question.answered", "operator:olga") in kinds, kinds
+    finally:
+        feed.close()
+
+
+def test_an_operators_input_responses_reach_the_upstream_inside_a_2026_task(daemon: Any, raw_host: Any) -> None:
+    host = raw_host(daemon.url)
+    meta = {"io.modelcontextprotocol/clientCapabilities": {"elicitation": {}, **TASKS_EXT}}
+    call = {"name": "confirm_delete", "arguments": {"filename": "b.txt"}}
+    handle = host.modern("tools/call", call, meta=meta).json()["result"]
+    assert handle["resultType"] == "task", handle
+    tid = handle["taskId"]
+    with Api(daemon) as api:
+
+        def asking() -> dict[str, Any] | None:
+            t: dict[str, Any] = api.get(f"/v1/tasks/{tid}").json()
+            return t if t["inputRequests"] and t["status"] == "input_required" else None
+
+        detail = wait_until(asking, 15, "the task to wait for input")
+        [request] = detail["inputRequests"]
+        assert request["method"] == "elicitation/create" and detail["needsInput"]
+        # The same key a host's tasks/update would use, for the same answer shape.
+        bad = api.post(f"/v1/tasks/{tid}/input", json={"inputResponses": {request["key"]: {"action": "maybe"}}})
+        assert bad.status_code == 422 and f"inputResponses.{request['key']}.action" in bad.json()["fields"]
+        answer = {"action": "accept", "content": {"confirm": True}}
+        body = {"inputResponses": {request["key"]: answer, "nope": {}}, "by": "ann"}
+        outcome = api.post(f"/v1/tasks/{tid}/input", json=body).json()
+        assert outcome == {"answered": [request["key"]], "ignored": ["nope"]}
+
+        def done() -> dict[str, Any] | None:
+            r = host.modern("tasks/get", {"taskId": tid}, meta=meta, headers={"Mcp-Name": tid}).json()["result"]
+            return r if r["status"] == "completed" else None
+
+        assert wait_until(done, 15, "completion")["result"]["content"][0]["text"] == "Deleted b.txt"
+        q = api.get(f"/v1/questions/{request['questionId']}").json()
+        assert q["status"] == "answered" and q["answeredBy"] == "operator:ann" and q["answer"] == answer
+
+
+def test_an_operators_answer_reaches_the_upstream_outside_any_task(daemon: Any, raw_host: Any) -> None:
+    host = raw_host(daemon.url)
+    host.initialize()
+    feed = operator_attached(daemon, "olga")
+    box: dict[str, Any] = {}
+
+    def call() -> None:
+        with RawHost(daemon.url) as h:
+            h.session_id, h.revision = host.session_id, host.revision
+            params = {"name": "test_elicitation", "arguments": {"message": "Plain call?"}}
+            box["frame"] = h.legacy("tools/call", params).json()
+
+    try:
+        t = threading.Thread(target=call)
+        t.start()
+        with Api(daemon) as api:
+            q = _answer_the_open_question(api, "Plain call?")
+            assert q["taskId"] is None
+        t.join(15)
+        assert box["frame"]["result"]["content"][0]["text"] == _summary(CONTENT)
+    finally:
+        feed.close()
+
+
+def test_a_question_closes_when_its_call_is_cancelled(daemon: Any, raw_host: Any) -> None:
+    host = raw_host(daemon.url)
+    host.initialize()  # no elicitation: the question waits for the attached operator
+    feed = operator_attached(daemon, "olga")
+    events = FeedClient(daemon, kinds=["question.opened", "question.expired"])
+    events.snapshot()  # subscribed: what follows arrives as events
+    body = {"jsonrpc": "2.0", "id": 777, "method": "tools/call"}
+    body["params"] = {"name": "test_elicitation", "arguments": {"message": "Then cancelled?"}}
+    try:
+        t = threading.Thread(target=lambda: host.post(body, host._legacy_headers()))
+        t.start()
+        [opened] = wait_until(lambda: events.events("question.opened"), 15, "the question")
+        cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 777}}
+        assert host.post(cancel, host._legacy_headers()).status_code == 202
+        [gone] = wait_until(lambda: events.events("question.expired"), 10, "the question to close")
+        assert gone["questionId"] == opened["questionId"] and gone["data"]["reason"] == "the call ended"
+        with Api(daemon) as api:
+            assert not api.open_questions()
+            late = api.answer(opened["questionId"], "accept", content=CONTENT)
+            assert late.status_code == 409, late.text
+        t.join(10)
+    finally:
+        events.close()
+        feed.close()
