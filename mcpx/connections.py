@@ -151,11 +151,12 @@ class ConnectionRegistry:
     async def flush(self) -> None:
         seen, self._seen = self._seen, {}
         if seen:
-            await self.store.touch_connections(seen)
+            # In memory first: a failed write must not make an active host look idle.
             for record_id, ms in seen.items():
                 record = self.live.get(record_id)
                 if record is not None:
                     self.live[record_id] = replace(record, last_seen_ms=ms)
+            await self.store.touch_connections(seen)
 
     async def _close_idle(self) -> None:
         cutoff = now_ms() - int(self.idle_close_s * 1000)

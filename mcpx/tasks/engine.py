@@ -365,11 +365,16 @@ class TaskEngine:
 
     async def wait_terminal(self, task_id: str) -> Task | None:
         while True:
+            # Registered before the read, so a change committed while the row is read is not missed.
+            changed = self._changed.setdefault(task_id, anyio.Event())
             task = await self.get(task_id)
             if task is None or task.terminal:
+                ended = self._changed.pop(task_id, None)  # nothing more will change: keep no event for it
+                if ended is not None:
+                    ended.set()  # (any other waiter re-reads and sees the same)
                 return task
             with anyio.move_on_after(1.0):  # a periodic re-read also catches expiry
-                await self.wait_change(task_id)
+                await changed.wait()
 
     async def list_owner(self, owner: str, after: tuple[int, str] | None, limit: int) -> list[Task]:
         return await self.store.list_owner(owner, after, limit, now_ms=now_ms())

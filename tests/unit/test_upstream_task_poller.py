@@ -43,6 +43,7 @@ class FakeSession:
         )
         self.replies = {method: list(queue) for method, queue in replies.items()}
         self.sent: list[tuple[str, dict[str, Any]]] = []
+        self.notices: dict[str, anyio.Event] = {}
 
     def shape_params(
         self, params: dict[str, Any], *, client_caps: dict[str, Any] | None, log_level: str | None
@@ -69,6 +70,18 @@ class FakeSession:
         if callable(reply):
             return await reply(params or {}, on_request)
         return reply
+
+    def task_notified(self, task_id: str) -> anyio.Event:
+        """Set when the upstream notifies a status of its task `task_id`: only when a test sets it
+        (`notify`); like the real session, a fresh event once the last one was set."""
+        event = self.notices.get(task_id)
+        if event is None or event.is_set():
+            event = self.notices[task_id] = anyio.Event()
+        return event
+
+    def notify(self, task_id: str) -> None:
+        """The upstream's notifications/tasks/status (2025) or notifications/tasks (2026) for it."""
+        self.task_notified(task_id).set()
 
     def methods(self) -> list[str]:
         return [method for method, _ in self.sent]
@@ -149,7 +162,7 @@ async def test_legacy_call_creates_a_task_polls_tasks_get_and_collects_tasks_res
     assert session.params_of("tools/call") == [{"name": "slow", "arguments": {"n": 1}, "task": {"ttl": 60_000}}]
     assert session.params_of("tasks/result") == [{"taskId": "u1"}]
     assert ids.seen == [("u1", 1)]  # known before the first poll
-    assert sleeps.seen == [0.1, 0.2, 0.4]  # ramping up towards pollInterval
+    assert sleeps.seen == [0.02, 0.04, 0.08]  # ramping up towards pollInterval
 
 
 @pytest.mark.anyio
@@ -263,7 +276,7 @@ async def test_modern_call_follows_a_server_decided_task_to_its_inline_result() 
     assert await run_call(session, sleeps, on_task_id=ids) == TEXT
     assert session.methods() == ["tools/call", "tasks/get", "tasks/get"]  # no tasks/result in 2026
     assert ids.seen == [("m1", 1)]
-    assert sleeps.seen == [0.1, 0.2]  # pollIntervalMs 200
+    assert sleeps.seen == [0.02, 0.04]  # ramping up, below pollIntervalMs 200
     for _method, params in session.sent:  # every request declares the extension
         assert TASKS_EXTENSION in params["_meta"][META_CAPS]["extensions"]
     assert session.params_of("tasks/get")[0]["taskId"] == "m1"
@@ -496,8 +509,48 @@ def test_poll_delay_is_the_upstreams_interval_within_bounds(task: dict[str, Any]
 
 
 def test_first_polls_come_sooner_doubling_up_to_the_interval() -> None:
-    assert [poll_delay({"pollInterval": 1000}, n) for n in range(6)] == [0.1, 0.2, 0.4, 0.8, 1.0, 1.0]
-    assert [poll_delay({"pollIntervalMs": 5000}, n) for n in (5, 6, 40)] == [3.2, 5.0, 5.0]
+    assert POLL_MIN_S == 0.02
+    assert [poll_delay({"pollInterval": 1000}, n) for n in range(8)] == pytest.approx(
+        [0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.0, 1.0]
+    )
+    assert [poll_delay({"pollIntervalMs": 5000}, n) for n in (5, 7, 8, 40)] == pytest.approx([0.64, 2.56, 5.0, 5.0])
+
+
+@pytest.mark.anyio
+async def test_a_status_notification_from_the_upstream_ends_the_wait_for_the_next_poll() -> None:
+    session = FakeSession(
+        "legacy",
+        {
+            "tools/call": [{"task": legacy_task("working", pollInterval=60_000)}],
+            "tasks/get": [legacy_task("completed")],
+            "tasks/result": [TEXT],
+        },
+    )
+    waiting = anyio.Event()
+
+    async def sleep(seconds: float) -> None:  # the upstream's interval: far longer than this test
+        waiting.set()
+        await anyio.sleep_forever()
+
+    results: list[dict[str, Any]] = []
+    with anyio.fail_after(5):
+        async with anyio.create_task_group() as tg:
+
+            async def run() -> None:
+                results.append(
+                    await call(
+                        session,
+                        {"name": "slow", "arguments": {}},
+                        get_session=provider(session),
+                        on_task_id=TaskIds(session),
+                        sleep=sleep,
+                    )
+                )
+
+            tg.start_soon(run)
+            await waiting.wait()
+            session.notify("u1")
+    assert results == [TEXT] and session.methods() == ["tools/call", "tasks/get", "tasks/result"]
 
 
 @pytest.mark.parametrize(
