@@ -361,7 +361,7 @@ class FeedClient:
             f"ws://127.0.0.1:{daemon.port}/v1/events",
             additional_headers={"Authorization": f"Bearer {daemon.token}"},
             max_size=None,
-        )
+        ).__enter__()  # held open until close(): a test's subscriber outlives any one block
         self.ws.send(json.dumps({"type": "subscribe", **subscribe}))
         self._thread = threading.Thread(target=self._read, daemon=True)
         self._thread.start()

@@ -98,3 +98,9 @@ def test_daemon_refuses_a_bad_config_with_one_clear_message(tmp_path: Path) -> N
 
 def test_readme_config_reference_is_current() -> None:
     assert render() in (ROOT / "README.md").read_text()
+
+
+def test_api_doc_lists_the_event_schemas_the_code_has() -> None:
+    from mcpx.api.event_schemas import render as render_events
+
+    assert render_events() in (ROOT / "docs" / "api.md").read_text()
