@@ -117,20 +117,21 @@ class Broker:
             with anyio.CancelScope(shield=True):  # nor in its row, which the writer may still commit
                 await self._expire(q, "the call ended")
             raise
+        expired = False
         try:
             async with anyio.create_task_group() as tg:
                 if host_ask is not None:
                     tg.start_soon(self._from_host, waiting, host_ask)
                 else:
                     tg.start_soon(self._need_operator, waiting, on_waiting)
-                with anyio.move_on_after(self.expiry_s):
+                with anyio.move_on_after(self.expiry_s) as expiry:
                     await waiting.done.wait()
+                expired = expiry.cancelled_caught  # the monotonic timer, not the wall clock, says so
                 tg.cancel_scope.cancel()
         finally:
             self._open.pop(q.id, None)
             if q.status == "open":  # its call ended first (cancelled, timed out), or it expired
                 with anyio.CancelScope(shield=True):
-                    expired = waiting.done.is_set() is False and _now_ms() >= q.expires_ms
                     await self._expire(q, f"expired after {self.expiry_s:g} s" if expired else "the call ended")
         if waiting.error is not None:
             raise waiting.error

@@ -137,7 +137,10 @@ class SqliteStore:
                     await db.execute(stmt)
                 await db.execute(
                     "UPDATE questions SET status = COALESCE(json_extract(body, '$.status'), 'expired'),"
-                    " created_ms = COALESCE(json_extract(body, '$.created_ms'), 0)"
+                    " created_ms = COALESCE(json_extract(body, '$.created_ms'), 0),"
+                    # mcpx 0.1 named a question's task in its body as "call": "task:<id>"
+                    " task_id = CASE WHEN json_extract(body, '$.call') LIKE 'task:%'"
+                    " THEN substr(json_extract(body, '$.call'), 6) END"
                 )
             await db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
             await db.execute("COMMIT")
