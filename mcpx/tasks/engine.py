@@ -148,7 +148,8 @@ class TaskEngine:
         event = self._changed.pop(after.id, None)
         if event is not None:
             event.set()
-        if self.on_change is not None and _visible(before) != _visible(after):
+        # Hosts hear of changes, not of a task's creation (its handle told them that).
+        if self.on_change is not None and before is not None and _visible(before) != _visible(after):
             try:
                 await self.on_change(after)
             except Exception:  # a listener (a host's stream) must not undo a committed change
