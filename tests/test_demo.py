@@ -1,0 +1,160 @@
+"""`mcpx console --demo`'s world without the console: start_demo() runs a daemon with the demo
+upstreams and three demo hosts of different eras, seen here only through `/v1`, as the console sees it."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from harness import UNIT, wait_until
+
+from mcpx.demo_console import MARK, DemoRun, start_demo
+
+APPROVE = {"action": "accept", "content": {"approve": True, "environment": "staging"}, "by": "test"}
+
+
+class DemoApi:
+    """The demo daemon's `/v1`, with the token from its state folder (as tests/harness.Api)."""
+
+    def __init__(self, run: DemoRun) -> None:
+        token = (run.state_dir / "token").read_text().strip()
+        self.client = httpx.Client(
+            base_url=f"http://127.0.0.1:{run.port}", headers={"Authorization": f"Bearer {token}"}, timeout=10
+        )
+
+    def get(self, path: str, **params: Any) -> Any:
+        resp = self.client.get(path, params=params)
+        assert resp.status_code == 200, resp.text
+        return resp.json()
+
+    def tasks(self) -> list[dict[str, Any]]:
+        return self.get("/v1/tasks", limit=1000)["tasks"]
+
+    def open_questions(self) -> list[dict[str, Any]]:
+        return self.get("/v1/questions")["questions"]
+
+
+@pytest.fixture(scope="module")
+def demo() -> Iterator[DemoRun]:
+    run = start_demo()
+    try:
+        yield run
+    finally:
+        run.stop()
+
+
+@pytest.fixture(scope="module")
+def api(demo: DemoRun) -> Iterator[DemoApi]:
+    client = DemoApi(demo)
+    yield client
+    client.client.close()
+
+
+def _demo_processes(folder: Path) -> list[str]:
+    """Live processes of a run, found without its own help: the folder in the command line (daemon,
+    hosts, shims), or the run's marker in the environment (the upstreams); zombies excepted."""
+    found = []
+    for entry in Path("/proc").glob("[0-9]*"):
+        try:
+            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            environ = (entry / "environ").read_bytes().split(b"\0")
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        if stat.rsplit(")", 1)[-1].split()[0] == "Z" or int(entry.name) == os.getpid():
+            continue
+        if str(folder) in cmdline or f"{MARK}={folder}".encode() in environ:
+            found.append(f"{entry.name}: {cmdline}")
+    return found
+
+
+def test_three_hosts_of_three_kinds_have_tasks_within_15_s(demo: DemoRun, api: DemoApi) -> None:
+    def owners() -> set[str] | None:
+        kinds = {c["id"]: c["kind"] for c in api.get("/v1/connections")["connections"]}
+        seen = {kinds.get(t["connectionId"], "?") for t in api.tasks()}
+        return seen if {"session", "stateless", "shim"} <= seen else None
+
+    wait_until(owners, 15, "tasks from a session, a stateless host and a shim")
+    names = {c["clientInfo"].get("name") for c in api.get("/v1/connections")["connections"]}
+    assert {"demo-legacy-ide", "demo-agent", "demo-cli"} <= names
+
+
+def test_tasks_pass_through_every_status_and_questions_wait_for_an_operator(demo: DemoRun, api: DemoApi) -> None:
+    seen: set[str] = set()
+
+    def every_status() -> bool:
+        seen.update(t["status"] for t in api.tasks())
+        if api.open_questions():
+            seen.add("question open")
+        return {"working", "completed", "failed"} <= seen and bool({"input_required", "question open"} & seen)
+
+    wait_until(every_status, 45, f"working, completed, failed and a question (seen: {seen})")
+
+
+def test_an_operators_answer_to_a_deploy_question_completes_its_call(demo: DemoRun, api: DemoApi) -> None:
+    def deploy_question() -> dict[str, Any] | None:
+        for q in api.open_questions():
+            fields = q["params"].get("requestedSchema", {}).get("properties", {})
+            if "approve" in fields and q["taskId"]:
+                return q
+            # One question is open at a time: answer any other, so a deploy task gets its turn.
+            other = APPROVE if "approve" in fields else {"action": "accept", "content": {"ok": True}, "by": "test"}
+            api.client.post(f"/v1/questions/{q['id']}/answer", json=other)
+        return None
+
+    q = wait_until(deploy_question, 60, "a deploy question inside a task")
+    assert q["upstream"] == "release" and not q["hostCanAnswer"]  # no demo host declares elicitation
+    resp = api.client.post(f"/v1/questions/{q['id']}/answer", json=APPROVE)
+    assert resp.status_code == 200, resp.text
+    task = wait_until(
+        lambda: (t := api.get(f"/v1/tasks/{q['taskId']}"))["status"] in ("completed", "failed") and t,
+        15,
+        "the deploy task to end",
+    )
+    assert task["status"] == "completed", task
+    assert task["result"]["structuredContent"] == {
+        "action": "accept",
+        "service": task["arguments"]["service"],
+        "version": task["arguments"]["version"],
+        "environment": "staging",
+        "deployed": True,
+    }
+    answered = api.get(f"/v1/questions/{q['id']}")
+    assert answered["status"] == "answered" and answered["answeredBy"] == "operator:test"
+
+
+def test_stop_leaves_no_process_and_no_folder() -> None:
+    started = time.monotonic()
+    run = start_demo()
+    startup = time.monotonic() - started
+    try:
+        # Everything is up: daemon, two upstreams, the hosts, and the shim of the stdio host.
+        wait_until(lambda: len(_demo_processes(run.state_dir)) >= 5, 15, "the demo's processes")
+        assert startup < 10 * UNIT, f"start_demo() took {startup:.1f} s"
+    finally:
+        run.stop()
+    assert _demo_processes(run.state_dir) == []
+    assert not run.state_dir.exists()
+    # Both ended on SIGTERM, within the bound, and cleanly (a SIGKILL would read -9).
+    assert run.hosts is not None and run.hosts.returncode == 0 and run.daemon.returncode == 0
+    run.stop()  # a second stop is harmless
+
+
+def test_a_demo_whose_console_dies_ends_with_it() -> None:
+    """SIGKILL leaves no stop() to call: the hosts see their parent gone and take the run down."""
+    code = "import sys, time; from mcpx.demo_console import start_demo; print(start_demo().state_dir, flush=True); time.sleep(120)"
+    with subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True) as console:
+        try:
+            assert console.stdout is not None
+            folder = Path(console.stdout.readline().strip())
+            wait_until(lambda: len(_demo_processes(folder)) >= 5, 15, "the demo's processes")
+        finally:
+            console.kill()
+    wait_until(lambda: not _demo_processes(folder) and not folder.exists(), 15, "the orphaned demo to end")
