@@ -1,0 +1,206 @@
+"""The modal that answers one question: its form (or URL, or JSON result), checked before it is sent.
+
+Thin over ``console.forms``: the screen builds widgets from a ``FormSpec``, reads them back into
+``forms.collect`` / ``forms.parse_result``, and hands the ``Answer`` to ``submit`` (which posts it).
+``submit`` returns None when the daemon took it (the screen closes with the answer), else the
+refusal by key (``content.<field>`` next to the field, anything else at the top). Upstream text is
+never read as markup.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any, ClassVar
+
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, VerticalScroll
+from textual.markup import escape
+from textual.screen import ModalScreen
+from textual.widget import Widget
+from textual.widgets import Button, Input, Label, RadioButton, RadioSet, Select, SelectionList, Static, Switch, TextArea
+
+from console.forms import Answer, FieldSpec, RawValue, collect, form_spec, parse_result, split_errors
+
+Submit = Callable[[Answer], Awaitable[dict[str, str] | None]]
+_PLACEHOLDERS = {"number": "a number", "integer": "a whole number"}
+
+
+def _widget(fs: FieldSpec) -> Widget:
+    wid = f"field-{fs.key}"
+    titles = [escape(o.title) for o in fs.options]
+    if fs.widget == "switch":
+        return Switch(value=bool(fs.initial), id=wid)
+    if fs.widget == "radio":
+        return RadioSet(
+            *(RadioButton(t, value=o.value == fs.initial) for t, o in zip(titles, fs.options, strict=True)), id=wid
+        )
+    if fs.widget == "select":
+        options = [(t, o.value) for t, o in zip(titles, fs.options, strict=True)]
+        initial = fs.initial if isinstance(fs.initial, str) else Select.NULL
+        return Select(options, value=initial, allow_blank=True, prompt="(no answer)", id=wid)
+    if fs.widget == "multi":
+        chosen = fs.initial if isinstance(fs.initial, list) else []
+        return SelectionList[str](
+            *((t, o.value, o.value in chosen) for t, o in zip(titles, fs.options, strict=True)), id=wid
+        )
+    hint = _PLACEHOLDERS.get(fs.widget, "")
+    return Input(str(fs.initial or ""), placeholder=hint, id=wid)
+
+
+def _raw(fs: FieldSpec, w: Widget) -> RawValue:
+    if isinstance(w, Switch):
+        return w.value
+    if isinstance(w, RadioSet):
+        return fs.options[w.pressed_index].value if w.pressed_index >= 0 else None
+    if isinstance(w, Select):
+        return None if w.is_blank() else str(w.value)
+    if isinstance(w, SelectionList):
+        chosen = set(w.selected)
+        return [o.value for o in fs.options if o.value in chosen]
+    return w.value if isinstance(w, Input) else None
+
+
+class AnswerScreen(ModalScreen[Answer | None]):
+    """Answer ``question`` (as ``GET /v1/questions/{id}`` returns it); dismissed with the Answer sent, or None."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        # priority: inputs and text areas bind ctrl+d (delete right) and ctrl+x (cut) themselves
+        Binding("ctrl+s", "accept", "Accept", priority=True),
+        Binding("ctrl+d", "decline", "Decline", priority=True),
+        Binding("ctrl+x", "cancel_question", "Cancel question", priority=True),
+        Binding("escape", "close", "Close without answering"),
+    ]
+    DEFAULT_CSS = """
+    AnswerScreen { align: center middle; }
+    AnswerScreen #dialog { width: 90%; max-width: 100; height: auto; max-height: 90%;
+        border: thick $primary; background: $surface; padding: 0 1; }
+    AnswerScreen #title { text-style: bold; }
+    AnswerScreen #warning { color: $warning; }
+    AnswerScreen .label { margin-top: 1; }
+    AnswerScreen .help { color: $text-muted; }
+    AnswerScreen .error { color: $error; display: none; }
+    AnswerScreen .error.-shown { display: block; }
+    AnswerScreen TextArea { height: auto; max-height: 12; }
+    AnswerScreen #buttons { height: auto; margin-top: 1; }
+    AnswerScreen #buttons Button { margin-right: 1; }
+    """
+
+    def __init__(self, question: Mapping[str, Any], submit: Submit) -> None:
+        super().__init__()
+        self.spec = form_spec(question)
+        self._submit = submit
+        self._busy = False
+
+    def compose(self) -> ComposeResult:
+        spec = self.spec
+        with VerticalScroll(id="dialog"):
+            yield Static(spec.title, id="title", markup=False)
+            yield Static(spec.warning, id="warning", markup=False)
+            if spec.message:
+                yield Static(spec.message, id="message", markup=False)
+            yield Static(spec.problem or "", id="top-error", classes="error", markup=False)
+            for fs in spec.fields:
+                yield Label(fs.label, classes="label", markup=False)
+                yield _widget(fs)
+                if fs.help:
+                    yield Static(fs.help, id=f"help-{fs.key}", classes="help", markup=False)
+                yield Static("", id=f"error-{fs.key}", classes="error field-error", markup=False)
+            if spec.url is not None:
+                yield Label("Open this address, finish there, then choose Done:", classes="label")
+                yield TextArea(spec.url, read_only=True, soft_wrap=True, id="url")
+            if spec.result_template is not None:
+                yield Label("The result object (JSON):", classes="label")
+                yield TextArea(spec.result_template, id="result")
+                yield Static("", id="error-result", classes="error field-error", markup=False)
+            with Horizontal(id="buttons"):
+                label = "Done" if spec.url is not None else "Accept"
+                yield Button(label, id="accept", variant="primary", disabled=spec.problem is not None)
+                yield Button("Decline", id="decline")
+                yield Button("Cancel question", id="cancel", variant="warning")
+                yield Button("Close", id="close")
+            yield Static("ctrl+s accept · ctrl+d decline · ctrl+x cancel question · esc close", classes="help")
+
+    def on_mount(self) -> None:
+        self.query_one("#top-error").set_class(self.spec.problem is not None, "-shown")
+        first = [f"#field-{fs.key}" for fs in self.spec.fields[:1]]
+        for found in (self.query(selector) for selector in [*first, "#result", "#accept", "#decline"]):
+            if found and found.first().focusable:
+                found.first().focus()
+                return
+
+    @on(Input.Submitted)
+    def _next(self) -> None:
+        self.focus_next()
+
+    @on(Button.Pressed)
+    def _pressed(self, event: Button.Pressed) -> None:
+        actions = {"accept": self.action_accept, "decline": self.action_decline, "cancel": self.action_cancel_question}
+        actions["close"] = self.action_close
+        if event.button.id in actions:
+            actions[event.button.id]()
+
+    def action_accept(self) -> None:
+        if self._busy or self.spec.problem is not None:
+            return
+        self._show({})
+        spec = self.spec
+        if spec.url is not None:
+            self._send(Answer("accept"))
+        elif spec.result_template is not None:
+            result, problem = parse_result(self.query_one("#result", TextArea).text)
+            if result is None:
+                self._show({"result": problem or ""})
+            else:
+                self._send(Answer("accept", result=result))
+        else:
+            raw = {fs.name: _raw(fs, self.query_one(f"#field-{fs.key}")) for fs in spec.fields}
+            content, errors = collect(spec, raw)
+            if errors:
+                self._show({f"content.{k}" if k else "": v for k, v in errors.items()})
+            else:
+                self._send(Answer("accept", content=content))
+
+    def action_decline(self) -> None:
+        self._send(Answer("decline"))
+
+    def action_cancel_question(self) -> None:
+        self._send(Answer("cancel"))
+
+    def action_close(self) -> None:
+        if not self._busy:
+            self.dismiss(None)
+
+    def _send(self, answer: Answer) -> None:
+        if self._busy:
+            return
+        self._busy = True
+        self.run_worker(self._deliver(answer), group="submit", exclusive=True)
+
+    async def _deliver(self, answer: Answer) -> None:
+        try:
+            refused = await self._submit(answer)
+        except Exception as exc:  # noqa: BLE001 - a failed post (daemon gone, network) is shown; the console stays up
+            refused = {"": f"not sent: {exc}"}
+        finally:
+            self._busy = False
+        if refused is None:
+            self.dismiss(answer)
+        else:
+            self._show(refused)
+
+    def _show(self, errors: Mapping[str, str]) -> None:
+        """Errors by daemon key next to their fields (the first one focused), the rest at the top."""
+        by_key, general = split_errors(self.spec, errors)
+        shown: list[str] = []
+        for error in self.query(".field-error").results(Static):
+            key = (error.id or "").removeprefix("error-")
+            error.update(by_key.get(key, ""))
+            shown += [key] if key in by_key else []
+        general += [why for key, why in by_key.items() if key not in shown]  # keys with no widget
+        self.query_one("#top-error", Static).update("\n".join(filter(None, [self.spec.problem, *general])))
+        for error in self.query(".error").results(Static):
+            error.set_class(bool(str(error.content)), "-shown")
+        if shown:
+            self.query_one("#result" if shown[0] == "result" else f"#field-{shown[0]}").focus()
