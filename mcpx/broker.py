@@ -72,6 +72,15 @@ class Broker:
         self.expiry_s = expiry_s
         self._open: dict[str, _Waiting] = {}
 
+    async def close(self, reason: str = "the mcpx daemon stopped") -> None:
+        """At shutdown, while the store is still open: every open question closes with a reason,
+        and its asker gets an error (its call is being cut anyway)."""
+        for waiting in list(self._open.values()):
+            if waiting.question.status == "open":
+                await self._expire(waiting.question, reason)
+                waiting.error = InternalError(f"question not answered: {reason}")
+                waiting.done.set()
+
     def open_questions(self) -> list[Question]:
         return [w.question for w in self._open.values()]
 

@@ -17,6 +17,7 @@ import anyio
 
 from . import __version__, state
 from .cli_client import EXIT_NOT_RUNNING, EXIT_OK, Api, CliError, running_daemon
+from .cli_console import add_console_parser
 from .cli_format import status_text
 from .cli_ops import add_audit_parser, add_stop_parser, add_tasks_parser
 from .cli_questions import add_questions_parser
@@ -178,6 +179,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_tasks_parser(sub)
     add_questions_parser(sub)
     add_audit_parser(sub)
+    add_console_parser(sub)
 
     sv = sub.add_parser("serve", help="stdio MCP server for hosts that spawn processes (relays to the daemon)")
     common(sv)
@@ -211,6 +213,7 @@ operator commands (over the daemon's /v1 API, with the token of the state folder
   mcpx questions ls|show|answer     questions upstreams ask (elicitation, sampling, roots)
   mcpx audit                        the event log: who created, cancelled, answered what
   mcpx stop                         stop the running daemon
+  mcpx console [--demo]             the operator console (live tasks, answers, cancel)
 Every one takes --state-dir; most take --json. See docs/cli.md.
 
 exit codes:

@@ -198,6 +198,7 @@ class Daemon:
                 await server.serve(sockets=[sock])
                 self.phase = "draining"
                 self.endpoint.close_all()
+                await self.broker.close()
                 # Tasks stop before upstreams, so a cut call stays `working` in the store and the
                 # next daemon reports it as cut by the restart, not as an upstream failure.
                 await self.engine.close()

@@ -59,3 +59,9 @@ def fixture_http(tmp_path: Path) -> Iterator[Callable[..., FixtureHttp]]:
     yield start
     for s in servers:
         s.stop()
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    """Async tests (anyio's pytest plugin) run on asyncio, as the daemon and the console do."""
+    return "asyncio"

@@ -136,7 +136,7 @@ def test_legacy_task_is_created_reported_polled_and_collected() -> None:
     assert s.methods() == ["tools/call", "tasks/get", "tasks/get", "tasks/result"]
     assert s.sent[0][1]["task"] == {"ttl": 1234}
     assert s.sent[1][1] == {"taskId": "up-1"}
-    assert sleeps == [0.1, 0.2]  # 20 ms suggested: 100 ms (the floor); then 20 s suggested: backing off from 100 ms
+    assert sleeps == [0.02, 0.04]  # 20 ms suggested: 20 ms (the floor); then 20 s suggested: backing off from 20 ms
 
 
 def test_legacy_outcomes_error_failed_without_payload_and_cancelled_upstream() -> None:
@@ -196,7 +196,7 @@ def test_modern_task_declares_the_extension_everywhere_and_inlines_the_result() 
         assert params["_meta"]["io.modelcontextprotocol/protocolVersion"] == "2026-07-28"
     assert s.sent[0][1]["_meta"]["io.modelcontextprotocol/clientCapabilities"]["elicitation"] == {}
     assert "task" not in s.sent[0][1]
-    assert sleeps == [0.1, 0.2]  # doubling from 100 ms towards the suggested 300 ms
+    assert sleeps == [0.02, 0.04]  # doubling from 20 ms towards the suggested 300 ms
 
 
 def test_modern_failed_is_the_upstream_error_and_a_bare_task_reply_is_never_a_result() -> None:
@@ -355,16 +355,8 @@ def test_which_upstream_tools_may_run_as_tasks() -> None:
     )
     assert upstream_tasks.poll_delay({"pollIntervalMs": 1}) == upstream_tasks.POLL_MIN_S
     assert upstream_tasks.poll_delay({"pollIntervalMs": 60000}) == upstream_tasks.POLL_MAX_S
-    assert [upstream_tasks.poll_delay({"pollIntervalMs": 5000}, n) for n in range(8)] == [
-        0.1,
-        0.2,
-        0.4,
-        0.8,
-        1.6,
-        3.2,
-        5.0,
-        5.0,
-    ]
+    ramp = [upstream_tasks.poll_delay({"pollIntervalMs": 5000}, n) for n in range(10)]
+    assert ramp == [0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.0, 5.0]
 
 
 # ---- end to end: SDK 1.30 upstream behind the daemon ------------------------------------------

@@ -1,0 +1,35 @@
+"""What the app needs of the daemon: the feed and a few /v1 calls (console/client.py is the real one)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any, Protocol
+
+
+class BackendError(Exception):
+    """The daemon refused (then `fields` may say why, by field) or could not be reached."""
+
+    fields: dict[str, str] = {}  # noqa: RUF012 - read-only default; instances set their own
+
+
+class Backend(Protocol):
+    operator: str
+
+    def label(self) -> str:
+        """Where the daemon is, for the header."""
+
+    def feed(self, since: int | None) -> AsyncIterator[dict[str, Any]]:
+        """The feed's messages; raises BackendError when it ends."""
+
+    async def task(self, task_id: str) -> dict[str, Any]: ...
+
+    async def aclose(self) -> None:
+        """Let go of connections (the app is closing)."""
+
+    async def frames(self, task_id: str) -> list[dict[str, Any]]: ...
+
+    async def cancel(self, task_id: str) -> dict[str, Any]: ...
+
+    async def answer(
+        self, question_id: str, action: str, content: dict[str, Any] | None, result: dict[str, Any] | None
+    ) -> dict[str, Any]: ...

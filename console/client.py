@@ -1,0 +1,160 @@
+"""The console's only way to the daemon: `/v1` over HTTP and the `/v1/events` websocket.
+
+The daemon is found anew for every connection (its info file and token in the state folder), so
+after a restart on another port the console simply reconnects and resumes by sequence number.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+import websockets
+from websockets.asyncio.client import connect
+
+from mcpx import state as state_folder
+
+from .backend import BackendError
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    base_url: str  # http://127.0.0.1:<port>
+    token: str
+
+    @property
+    def feed_url(self) -> str:
+        return self.base_url.replace("http://", "ws://", 1) + "/v1/events"
+
+
+Locate = Callable[[], Endpoint | None]
+
+
+def locate_in(folder: Path) -> Locate:
+    """The running daemon of a state folder, read afresh each time (None when none runs)."""
+
+    def locate() -> Endpoint | None:
+        info = state_folder.read_info(folder)
+        if info is None or not state_folder.pid_alive(info.get("pid")):
+            return None
+        try:
+            token = (folder / state_folder.TOKEN).read_text().strip()
+        except OSError:
+            return None
+        return Endpoint(f"http://127.0.0.1:{int(info['port'])}", token)
+
+    return locate
+
+
+class ApiError(BackendError):
+    def __init__(self, status: int, body: dict[str, Any]) -> None:
+        super().__init__(str(body.get("error") or f"HTTP {status}"))
+        self.status = status
+        self.fields = body.get("fields") or {}
+
+
+class DaemonGone(BackendError):
+    """No daemon answers (not running, or it went away)."""
+
+
+class DaemonClient:
+    def __init__(self, locate: Locate, operator: str) -> None:
+        self.locate = locate
+        self.operator = operator
+        self._http: httpx.AsyncClient | None = None
+        self._endpoint: Endpoint | None = None
+
+    @property
+    def endpoint(self) -> Endpoint | None:
+        return self._endpoint
+
+    def label(self) -> str:
+        ep = self._endpoint or self.locate()
+        return ep.base_url.removeprefix("http://") if ep is not None else "(no daemon)"
+
+    async def _client(self) -> httpx.AsyncClient:
+        ep = self.locate()
+        if ep is None:
+            raise DaemonGone("no daemon is running for this state folder")
+        if self._http is None or ep != self._endpoint:
+            if self._http is not None:
+                await self._http.aclose()
+            self._http = httpx.AsyncClient(
+                base_url=ep.base_url, headers={"Authorization": f"Bearer {ep.token}"}, timeout=10
+            )
+            self._endpoint = ep
+        return self._http
+
+    async def _call(self, method: str, path: str, **kw: Any) -> Any:
+        client = await self._client()
+        try:
+            resp = await client.request(method, path, **kw)
+        except httpx.TransportError as exc:
+            raise DaemonGone(f"the daemon does not answer: {exc}") from None
+        body = resp.json() if resp.content else {}
+        if resp.status_code >= 400:
+            raise ApiError(resp.status_code, body if isinstance(body, dict) else {})
+        return body
+
+    async def aclose(self) -> None:
+        if self._http is not None:
+            await self._http.aclose()
+
+    # ---- REST ------------------------------------------------------------------------------
+    async def status(self) -> dict[str, Any]:
+        result: dict[str, Any] = await self._call("GET", "/v1/status")
+        return result
+
+    async def task(self, task_id: str) -> dict[str, Any]:
+        result: dict[str, Any] = await self._call("GET", f"/v1/tasks/{task_id}")
+        return result
+
+    async def tasks_page(self, **params: Any) -> dict[str, Any]:
+        result: dict[str, Any] = await self._call("GET", "/v1/tasks", params=params)
+        return result
+
+    async def frames(self, task_id: str) -> list[dict[str, Any]]:
+        result: list[dict[str, Any]] = (await self._call("GET", f"/v1/tasks/{task_id}/frames"))["frames"]
+        return result
+
+    async def cancel(self, task_id: str) -> dict[str, Any]:
+        result: dict[str, Any] = await self._call("POST", f"/v1/tasks/{task_id}/cancel", json={"by": self.operator})
+        return result
+
+    async def answer(
+        self, question_id: str, action: str, content: dict[str, Any] | None, result: dict[str, Any] | None
+    ) -> dict[str, Any]:
+        body: dict[str, Any] = {"action": action, "by": self.operator}
+        if content is not None:
+            body["content"] = content
+        if result is not None:
+            body["result"] = result
+        answered: dict[str, Any] = await self._call("POST", f"/v1/questions/{question_id}/answer", json=body)
+        return answered
+
+    # ---- the feed --------------------------------------------------------------------------
+    async def feed(self, since: int | None, snapshot_tasks: int = 20_000) -> AsyncIterator[dict[str, Any]]:
+        """The feed's messages, from a snapshot (since None) or after `since`; ends (raising
+        DaemonGone) when the connection does."""
+        ep = self.locate()
+        if ep is None:
+            raise DaemonGone("no daemon is running for this state folder")
+        hello: dict[str, Any] = {"type": "subscribe", "operator": self.operator, "snapshotTasks": snapshot_tasks}
+        if since is not None:
+            hello["since"] = since
+        try:
+            async with connect(
+                ep.feed_url, additional_headers={"Authorization": f"Bearer {ep.token}"}, max_size=None, open_timeout=5
+            ) as ws:
+                await ws.send(json.dumps(hello))
+                async for text in ws:
+                    message = json.loads(text)
+                    if isinstance(message, dict):
+                        yield message
+        except (OSError, websockets.WebSocketException, TimeoutError) as exc:
+            raise DaemonGone(f"the feed ended: {exc}") from None
+        raise DaemonGone("the feed ended")

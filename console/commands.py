@@ -1,0 +1,49 @@
+"""The command palette (ctrl+p): every console action by name."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import partial
+from typing import TYPE_CHECKING
+
+from textual.command import DiscoveryHit, Hit, Hits, Provider
+
+if TYPE_CHECKING:
+    from .app import ConsoleApp
+
+ACTIONS: list[tuple[str, str, str]] = [
+    ("Answer queue", "queue", "everything waiting for a person, oldest first"),
+    ("Answer the selected task's question", "answer_selected", "the form of its open question"),
+    ("Cancel the selected task", "cancel", "with a confirmation"),
+    ("Cancel every shown unfinished task", "cancel_shown", "bulk cancel of the filtered tasks"),
+    ("Filter tasks by text", "filter", "id, tool, upstream, host, status message"),
+    ("Sort by the next column", "sort", "age, status, tool, upstream, host"),
+    ("Reverse the sort", "reverse", ""),
+    ("Hide or show finished tasks", "hide_finished", ""),
+    ("Show all statuses", "only('')", ""),
+    ("Show only working tasks", "only('working')", ""),
+    ("Show only tasks that need input", "only('input_required')", ""),
+    ("Show only failed tasks", "only('failed')", ""),
+    ("Task details: overview", "detail('overview')", ""),
+    ("Task details: raw JSON", "detail('raw')", ""),
+    ("Task details: JSON-RPC frames", "detail('frames')", ""),
+    ("Keys", "help", "every key binding"),
+    ("Quit", "quit", ""),
+]
+
+
+class ConsoleCommands(Provider):
+    def _run(self, action: str) -> Callable[[], object]:
+        app: ConsoleApp = self.app  # type: ignore[assignment]  # this provider is registered on ConsoleApp only
+        return partial(app.run_action, action)
+
+    async def discover(self) -> Hits:
+        for name, action, help_text in ACTIONS:
+            yield DiscoveryHit(name, self._run(action), help=help_text)
+
+    async def search(self, query: str) -> Hits:
+        matcher = self.matcher(query)
+        for name, action, help_text in ACTIONS:
+            score = matcher.match(name)
+            if score > 0:
+                yield Hit(score, matcher.highlight(name), self._run(action), help=help_text)

@@ -1,0 +1,133 @@
+"""The console's small screens: confirm, help, and the answer queue."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import ClassVar
+
+from rich.text import Text
+from textual import events
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Vertical
+from textual.screen import ModalScreen
+from textual.widgets import Button, Label, OptionList, Static
+from textual.widgets.option_list import Option
+
+from .render import age
+from .state import ConsoleState, Question
+
+KEYS = """\
+[b]Tasks[/b]
+  ↑ ↓ / j k   move              enter   answer its question / details
+  /           filter by text     s       sort by the next column (S: reverse)
+  1-5         show only a status (0: all)     h   hide finished tasks
+  c           cancel the task    C       cancel every shown unfinished task
+  r           raw JSON           f       its JSON-RPC frames    o  overview
+[b]Everywhere[/b]
+  a           the answer queue (everything waiting for a person)
+  tab         hosts / tasks      ctrl+p  command palette        ?   these keys
+  q           quit
+[b]In the answer queue[/b]
+  enter       open the form      y / n   answer a yes/no question
+  1-9         pick that option   d       decline     x   cancel the question
+"""
+
+
+class ConfirmScreen(ModalScreen[bool]):
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("y", "yes", "yes"), Binding("n,escape", "no", "no")]
+
+    def __init__(self, question: str) -> None:
+        super().__init__()
+        self.question = question
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="confirm"):
+            yield Label(self.question, id="confirm-question")
+            yield Button("Yes (y)", variant="error", id="yes")
+            yield Button("No (n)", id="no")
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        self.dismiss(event.button.id == "yes")
+
+    def action_yes(self) -> None:
+        self.dismiss(True)
+
+    def action_no(self) -> None:
+        self.dismiss(False)
+
+
+class HelpScreen(ModalScreen[None]):
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape,question_mark,q", "close", "close")]
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="help"):
+            yield Static(KEYS, id="help-keys")
+
+    def action_close(self) -> None:
+        self.dismiss(None)
+
+
+def queue_prompt(state: ConsoleState, q: Question) -> Text:
+    host = state.hosts.get(q.connection or "")
+    text = Text.assemble((f"{age(q.created_ms):>6}  ", "dim"), (q.kind, "bold yellow"), " from ", (q.upstream, "bold"))
+    text.append(f"  {q.message}")
+    where = [host.label if host else "?"]
+    if q.task_id:
+        where.append(f"task {q.task_id[:8]}")
+    text.append(f"\n        {' · '.join(where)}", style="dim")
+    return text
+
+
+class QueueScreen(ModalScreen[None]):
+    """Every open question across all hosts, oldest first; answered from here."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape,a", "close", "close")]
+
+    QUICK = frozenset({"y", "n", "d", "x", *"123456789"})
+
+    def __init__(self, state: ConsoleState, answer_with: Callable[[Question, str], None]) -> None:
+        super().__init__()
+        self.state = state
+        self.answer_with = answer_with  # the app answers: a quick key, or "enter" for the full form
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="queue"):
+            yield Label("Waiting for a person — oldest first", id="queue-title")
+            yield OptionList(id="queue-list")
+            yield Static(
+                "enter: answer · y/n: yes/no · 1-9: that option · d: decline · x: cancel · esc: back", id="queue-keys"
+            )
+
+    def on_mount(self) -> None:
+        self.refresh_queue()
+
+    def refresh_queue(self) -> None:
+        ol = self.query_one("#queue-list", OptionList)
+        current = ol.highlighted_option.id if ol.highlighted_option is not None else None
+        questions = self.state.answer_queue()
+        ol.set_options([Option(queue_prompt(self.state, q), id=q.id) for q in questions])
+        if not questions:
+            ol.add_option(Option(Text("nothing is waiting for you", style="dim"), id="none", disabled=True))
+            return
+        ids = [q.id for q in questions]
+        ol.highlighted = ids.index(current) if current in ids else 0
+
+    def _current(self) -> Question | None:
+        ol = self.query_one("#queue-list", OptionList)
+        option = ol.highlighted_option
+        return self.state.questions.get(option.id) if option is not None and option.id else None
+
+    def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
+        q = self._current()
+        if q is not None:
+            self.answer_with(q, "enter")
+
+    def on_key(self, event: events.Key) -> None:
+        q = self._current()
+        if q is not None and event.key in self.QUICK:
+            event.stop()
+            self.answer_with(q, event.key)
+
+    def action_close(self) -> None:
+        self.dismiss(None)

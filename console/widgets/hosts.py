@@ -1,0 +1,73 @@
+"""The hosts pane: every connection with its task counts, and an "all hosts" entry on top."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.message import Message
+from textual.widgets import OptionList
+from textual.widgets.option_list import Option
+
+from ..render import STATUS_STYLE
+from ..state import ConsoleState, Host
+
+ALL = "all"
+
+
+def host_prompt(state: ConsoleState, host: Host | None) -> Text:
+    counts = state.host_counts(None if host is None else host.id)
+    if host is None:
+        text = Text("All hosts", style="bold")
+        asking = bool(state.questions)
+    else:
+        asking = state.host_needs_input(host.id)
+        text = Text(host.label, style="bold" if host.open else "dim")
+        details = [host.revision or "2026-07-28", host.transport, host.kind]
+        if host.principal:
+            details.append(f"@{host.principal}")
+        text.append("\n " + " · ".join(details), style="dim")
+        if not host.open:
+            text.append(" · closed", style="dim italic")
+    text.append("\n ")
+    for status, n in counts.items():
+        if n:
+            text.append(f"{n} {status.replace('input_required', 'input')} ", style=STATUS_STYLE.get(status, ""))
+    if asking:
+        text.append("⚑ asks", style="bold yellow")
+    return text
+
+
+class HostsPane(OptionList):
+    """Selecting a host filters the tasks table to it."""
+
+    class Picked(Message):
+        def __init__(self, host_id: str | None) -> None:
+            super().__init__()
+            self.host_id = host_id
+
+    def __init__(self, state: ConsoleState, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.state = state
+        self._order: list[str] = []
+
+    def refresh_hosts(self, changed: set[str] | None = None) -> None:
+        """Rebuild when the set of hosts changed; otherwise repaint only the changed prompts."""
+        hosts = self.state.hosts_shown()
+        order = [ALL, *(h.id for h in hosts)]
+        if order != self._order:
+            highlighted = self.highlighted_option.id if self.highlighted_option is not None else ALL
+            self.set_options(
+                [Option(host_prompt(self.state, None), id=ALL)]
+                + [Option(host_prompt(self.state, h), id=h.id) for h in hosts]
+            )
+            self._order = order
+            self.highlighted = order.index(highlighted) if highlighted in order else 0
+            return
+        self.replace_option_prompt(ALL, host_prompt(self.state, None))
+        by_id = {h.id: h for h in hosts}
+        for host_id in changed or set(by_id):
+            if host_id in by_id:
+                self.replace_option_prompt(host_id, host_prompt(self.state, by_id[host_id]))
+
+    def on_option_list_option_highlighted(self, event: OptionList.OptionHighlighted) -> None:
+        host_id = event.option.id
+        self.post_message(self.Picked(None if host_id in (None, ALL) else host_id))

@@ -1,0 +1,79 @@
+"""`mcpx console`: attach the operator console to the state folder's daemon (or a private demo)."""
+
+from __future__ import annotations
+
+import argparse
+import getpass
+import sys
+from pathlib import Path
+from typing import Any
+
+from .cli_client import running_daemon
+from .config import state_dir
+
+CONSOLE_EPILOG = """\
+The console talks to the daemon only through /v1 and /v1/events, with the state folder's token.
+  mcpx console                 attach to the running daemon (--state-dir picks which)
+  mcpx console --start         start one first if none runs (with --config)
+  mcpx console --demo          a private daemon with a demo upstream and three demo hosts
+exit codes: 0 closed, 1 no daemon runs (and no --start or --demo), 2 usage
+"""
+
+
+def add_console_parser(sub: Any) -> None:
+    c = sub.add_parser(
+        "console",
+        help="the operator console: every host's tasks live, questions answered here",
+        epilog=CONSOLE_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    c.add_argument("--state-dir", help="state folder (default: MCPX_STATE_DIR or $XDG_STATE_HOME/mcpx)")
+    c.add_argument("--config", help="with --start: the config the new daemon uses")
+    c.add_argument("--start", action="store_true", help="start the daemon if none runs")
+    c.add_argument("--demo", action="store_true", help="a private demo daemon, upstream and hosts (nothing to set up)")
+    c.add_argument("--operator", default=None, help="your name in the audit log (default: your login name)")
+    c.add_argument("--no-bell", action="store_true", help="no terminal bell when something needs input")
+    c.set_defaults(func=cmd_console)
+
+
+def _operator(name: str | None) -> str:
+    if name:
+        return name
+    try:
+        return getpass.getuser()
+    except (OSError, KeyError):
+        return "operator"
+
+
+def run_console(folder: Path, operator: str, bell: bool) -> int:
+    from console.app import ConsoleApp
+    from console.client import DaemonClient, locate_in
+
+    ConsoleApp(DaemonClient(locate_in(folder), operator), bell=bell).run()
+    return 0
+
+
+def cmd_console(args: argparse.Namespace) -> int:
+    operator = _operator(args.operator)
+    if args.demo:
+        from .demo_console import start_demo
+
+        demo = start_demo()
+        try:
+            return run_console(demo.state_dir, operator, not args.no_bell)
+        finally:
+            demo.stop()
+    folder = state_dir(args.state_dir)
+    if running_daemon(folder) is None:
+        if not args.start:
+            print(
+                f"mcpx console: no daemon is running for {folder}.\n"
+                "  start one:   mcpx daemon --config FILE   (or: mcpx console --start --config FILE)\n"
+                "  or try it:   mcpx console --demo",
+                file=sys.stderr,
+            )
+            return 1
+        from .cli import ensure_daemon
+
+        ensure_daemon(args, folder)
+    return run_console(folder, operator, not args.no_bell)

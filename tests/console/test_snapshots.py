@@ -1,0 +1,65 @@
+"""The console's screens as SVG snapshots (pytest-textual-snapshot), grouped by feature, from the
+dedicated snapshot app (tests/console/snapshot_app.py: the real app, a recorded feed, a frozen
+clock). Update after a deliberate change: `python3 -m pytest tests/console --snapshot-update`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from snapshot_app import make_app
+from textual.pilot import Pilot
+
+SIZE = (180, 48)
+
+
+async def settle(pilot: Pilot[None]) -> None:
+    await pilot.pause(0.4)  # the feed's snapshot folded in and flushed (every 0.1 s), the detail fetched
+    await pilot.pause()
+
+
+def test_empty_console(snap_compare: Any) -> None:
+    assert snap_compare(make_app("empty"), terminal_size=SIZE, run_before=settle)
+
+
+def test_three_hosts_with_tasks_in_every_status(snap_compare: Any) -> None:
+    assert snap_compare(make_app("hosts"), terminal_size=SIZE, run_before=settle)
+
+
+def test_the_answer_queue_oldest_first(snap_compare: Any) -> None:
+    async def open_queue(pilot: Pilot[None]) -> None:
+        await settle(pilot)
+        await pilot.press("a")
+        await pilot.pause()
+
+    assert snap_compare(make_app("queue"), terminal_size=SIZE, run_before=open_queue)
+
+
+def test_a_question_form_with_a_validation_error(snap_compare: Any) -> None:
+    async def answer_badly(pilot: Pilot[None]) -> None:
+        await settle(pilot)
+        await pilot.press("a", "enter")  # the oldest question: the deploy form
+        await pilot.pause()
+        await pilot.click("#field-contact")
+        await pilot.press(*"not-an-email")
+        await pilot.press("ctrl+s")
+        await pilot.pause()
+
+    assert snap_compare(make_app("form"), terminal_size=SIZE, run_before=answer_badly)
+
+
+def test_after_a_cancel(snap_compare: Any) -> None:
+    async def cancel_first(pilot: Pilot[None]) -> None:
+        await settle(pilot)
+        await pilot.press("c")
+        await pilot.pause()
+        await pilot.press("y")
+        await pilot.pause(0.3)
+
+    assert snap_compare(make_app("cancelled"), terminal_size=SIZE, run_before=cancel_first)
+
+
+def test_reconnecting_after_the_feed_dropped(snap_compare: Any) -> None:
+    async def dropped(pilot: Pilot[None]) -> None:
+        await pilot.pause(0.3)
+
+    assert snap_compare(make_app("reconnecting"), terminal_size=SIZE, run_before=dropped)
