@@ -202,7 +202,7 @@ class ConsoleState:
         data = _obj(ev.get("data"))
         task_id, conn_id, qid = ev.get("taskId"), ev.get("connectionId"), ev.get("questionId")
         ch = Changes()
-        if kind == "connection.opened":
+        if kind in ("connection.opened", "connection.updated"):
             host = Host.from_wire(data)
             self.hosts[host.id] = host
             ch.hosts.add(host.id)

@@ -16,6 +16,7 @@ TASK_STATUSES = ("working", "input_required", "completed", "failed", "cancelled"
 # The event kinds of the log and the feed (docs/api.md); the CLI offers them as choices.
 EVENT_KINDS = (
     "connection.opened",
+    "connection.updated",
     "connection.closed",
     "task.created",
     "task.status",
@@ -131,7 +132,7 @@ def task_detail(task: Json) -> str:
 # ---- events ------------------------------------------------------------------------------------
 def _essentials(event: Json) -> str:
     kind, d = event["kind"], event.get("data") or {}
-    if kind == "connection.opened":
+    if kind in ("connection.opened", "connection.updated"):
         info = d.get("clientInfo") or {}
         who = " ".join(str(info[k]) for k in ("name", "version") if info.get(k)) or "?"
         return f"{d.get('kind')} {d.get('transport')} {d.get('revision') or '-'} {who} from {d.get('peer') or '-'}"

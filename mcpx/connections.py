@@ -118,7 +118,7 @@ class ConnectionRegistry:
             return
         record = replace(record, **changes)
         self.live[record_id] = record
-        await self.store.put_connection(record, [])
+        await self.store.put_connection(record, [Event("connection.updated", record.wire(), connection_id=record_id)])
 
     def seen(self, record_id: str) -> None:
         if record_id in self.live:

@@ -19,6 +19,7 @@ import anyio
 
 EventKind = Literal[
     "connection.opened",
+    "connection.updated",
     "connection.closed",
     "task.created",
     "task.status",
@@ -31,6 +32,7 @@ EventKind = Literal[
 ]
 EVENT_KINDS: tuple[EventKind, ...] = (
     "connection.opened",
+    "connection.updated",
     "connection.closed",
     "task.created",
     "task.status",

@@ -12,6 +12,7 @@ from textual.widgets import DataTable
 from ..render import age, now_ms, short, status_text
 from ..state import ConsoleState, SortKey, TaskRow
 
+WIDTHS = {"id": 8, "status": 12, "tool": 14, "upstream": 10, "host": 24, "age": 7}
 COLUMNS = (
     ("id", "task"),
     ("status", "status"),
@@ -57,7 +58,7 @@ class TasksTable(DataTable[Text | str]):
 
     def on_mount(self) -> None:
         for key, label in COLUMNS:
-            self.add_column(label, key=key)
+            self.add_column(label, key=key, width=WIDTHS.get(key))
 
     # ---- cells -----------------------------------------------------------------------------
     def _cells(self, row: TaskRow, now_ms: int) -> list[Text | str]:

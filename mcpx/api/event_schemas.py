@@ -37,6 +37,10 @@ class ConnectionOpened(_Data):
     closeReason: str | None
 
 
+class ConnectionUpdated(ConnectionOpened):
+    """A connection's details became known later (a shim's revision and client at initialize)."""
+
+
 class ConnectionClosed(_Data):
     """A connection ended: session deleted, shim gone, stateless host idle, daemon restart (shims)."""
 
@@ -124,6 +128,7 @@ class QuestionExpired(_Data):
 
 DATA: dict[EventKind, type[_Data]] = {
     "connection.opened": ConnectionOpened,
+    "connection.updated": ConnectionUpdated,
     "connection.closed": ConnectionClosed,
     "task.created": TaskCreated,
     "task.status": TaskStatusChanged,
