@@ -11,7 +11,16 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from harness import Daemon, FixtureHttp, RawHost
+from harness import OPEN_CLIENTS, Daemon, FixtureHttp, RawHost
+
+
+@pytest.fixture(autouse=True)
+def close_test_clients() -> Iterator[None]:
+    """Every test client (RawHost, Api, FeedClient) a test made is closed when it ends: a socket left to the garbage collector
+    warns (ResourceWarning) inside whichever later test the collection happens to run in."""
+    yield
+    while OPEN_CLIENTS:
+        OPEN_CLIENTS.pop().close()
 
 
 @pytest.fixture

@@ -16,7 +16,7 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import httpx
 from wire_schema import check_wire_log
@@ -197,6 +197,14 @@ class Daemon:
         return check_wire_log(self.wire_log) if self.wire_log.exists() else 0
 
 
+class Closeable(Protocol):
+    def close(self) -> None: ...
+
+
+# Every test client (RawHost, Api, FeedClient) made during a test, closed when it ends (conftest).
+OPEN_CLIENTS: list[Closeable] = []
+
+
 class RawHost:
     """Frame-level Streamable HTTP host: sends exactly what a test says, returns the raw reply."""
 
@@ -208,6 +216,7 @@ class RawHost:
         self.session_id: str | None = None
         self.revision = LEGACY
         self._id = 0
+        OPEN_CLIENTS.append(self)
 
     def next_id(self) -> int:
         self._id += 1
@@ -322,6 +331,7 @@ class Api:
             headers={"Authorization": f"Bearer {daemon.token}"},
             timeout=timeout,
         )
+        OPEN_CLIENTS.append(self)
 
     def get(self, path: str, **kw: Any) -> httpx.Response:
         return self.client.get(path, **kw)
@@ -365,6 +375,7 @@ class FeedClient:
         self.ws.send(json.dumps({"type": "subscribe", **subscribe}))
         self._thread = threading.Thread(target=self._read, daemon=True)
         self._thread.start()
+        OPEN_CLIENTS.append(self)
 
     def _read(self) -> None:
         try:

@@ -168,3 +168,19 @@ def test_a_subscriber_that_never_reads_neither_slows_tasks_nor_grows_without_bou
     finally:
         reader.close()
         stuck.close()
+
+
+def test_a_resumed_subscriber_is_told_it_is_caught_up_at_once(start_daemon: Any, tmp_path: Path) -> None:
+    """After the stored events, a heartbeat with the newest seq at once (not 15 s later), so a
+    console resuming after a restart knows it is live while nothing happens."""
+    d: Daemon = start_daemon({"mcpServers": {"fx": stdio_server(tmp_path)}})
+    ids = _make_tasks(d.url, 2, 1, {"text": "x"}, name="fx__echo")
+    first = FeedClient(d)
+    seq = first.snapshot()["seq"]
+    first.close()
+    resumed = FeedClient(d, since=seq - 1)
+    wait_until(lambda: any(m["type"] == "heartbeat" for m in resumed.messages), 3, "the caught-up heartbeat")
+    kinds = [m["type"] for m in resumed.messages]
+    assert kinds[-1] == "heartbeat" and kinds.count("event") == 1, kinds  # the one stored event, then live
+    assert resumed.messages[-1]["seq"] == seq and len(ids) == 2
+    resumed.close()

@@ -100,9 +100,12 @@ class FeedEndpoint:
             since = None
         if since is None:
             last = await self._snapshot(ws, sub, snapshot_limit)
+            last = await self._catch_up(ws, sub, last)
         else:
-            last = since
-        last = await self._catch_up(ws, sub, last)
+            last = await self._catch_up(ws, sub, since)
+            # Caught up: say so now, not at the next heartbeat, so a resuming client (a console
+            # after a restart) knows it is live even when nothing happens.
+            await _send(ws, {"type": "heartbeat", "seq": max(last, self.bus.last_seq), "ts": _ms()})
         while True:
             with anyio.move_on_after(self.heartbeat_s):
                 await sub.wait()
