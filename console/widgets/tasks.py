@@ -12,7 +12,8 @@ from textual.widgets import DataTable
 from ..render import age, now_ms, short, status_text
 from ..state import ConsoleState, SortKey, TaskRow
 
-WIDTHS = {"id": 8, "status": 12, "tool": 14, "upstream": 10, "host": 24, "age": 7}
+# Fixed widths: a column sized by its first rows would cut later, longer messages.
+WIDTHS = {"id": 8, "status": 12, "tool": 14, "upstream": 10, "host": 24, "age": 7, "message": 48}
 COLUMNS = (
     ("id", "task"),
     ("status", "status"),
