@@ -243,6 +243,7 @@ DEPLOY_FORM = {
     "properties": {
         "approve": {"type": "boolean", "title": "Approve the deploy?"},
         "environment": {"type": "string", "enum": ["staging", "production"], "default": "staging"},
+        "notify": {"type": "string", "format": "email", "title": "Who to tell (optional)"},
     },
     "required": ["approve"],
 }
