@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import fcntl
 import json
+import logging
 import os
 import secrets
+import stat
 from pathlib import Path
 from typing import IO, Any
 
@@ -13,13 +15,21 @@ INFO = "daemon.json"
 TOKEN = "token"
 LOCK = "daemon.lock"
 
+log = logging.getLogger("mcpx.state")
+
 
 class AlreadyRunning(Exception):
     pass
 
 
 def prepare(folder: Path) -> None:
+    """The state folder, private: it holds the API token and every task's result and answers.
+    A folder that already existed with looser permissions is tightened (and said so)."""
     folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+    mode = stat.S_IMODE(folder.stat().st_mode)
+    if mode != 0o700:
+        folder.chmod(0o700)
+        log.warning("state folder %s was %s; made it private (0700)", folder, oct(mode))
 
 
 def acquire_lock(folder: Path) -> IO[str]:

@@ -41,6 +41,27 @@ def test_info_file_and_private_token_are_written(start_daemon: Any, tmp_path: Pa
     assert stat.S_IMODE((d.state_dir / "token").stat().st_mode) == 0o600
 
 
+def test_the_state_folder_and_the_database_are_private_even_under_a_loose_umask(
+    start_daemon: Any, tmp_path: Path
+) -> None:
+    """Results and answers live in mcpx.db (and its WAL): only the owner may read them, also when
+    the folder already existed world-readable and the umask is 022."""
+    folder = tmp_path / "daemon0-state"
+    folder.mkdir(mode=0o755)
+    folder.chmod(0o755)
+    old = os.umask(0o022)
+    try:
+        d = start_daemon({"mcpServers": {}})
+    finally:
+        os.umask(old)
+    assert d.state_dir == folder
+    assert stat.S_IMODE(folder.stat().st_mode) == 0o700
+    for name in ("mcpx.db", "mcpx.db-wal", "mcpx.db-shm"):
+        path = folder / name
+        assert path.exists(), name
+        assert stat.S_IMODE(path.stat().st_mode) == 0o600, (name, oct(path.stat().st_mode))
+
+
 def test_second_daemon_on_the_same_state_folder_is_refused(start_daemon: Any, tmp_path: Path) -> None:
     d = start_daemon({"mcpServers": {}})
     proc = subprocess.run(

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import sqlite3
 import time
 from collections.abc import Callable, Sequence
@@ -114,11 +115,14 @@ class SqliteStore:
     # ---- lifecycle -----------------------------------------------------------------------
     async def open(self) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        # Results and answers live here. Created 0600 before SQLite opens it: SQLite gives the
+        # -wal and -shm files the database file's mode, so they are private too.
+        os.close(os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600))
+        self.path.chmod(0o600)  # a file from an older mcpx (0644)
         self.db = await aiosqlite.connect(self.path, isolation_level=None)  # transactions are ours
         await self.db.execute("PRAGMA journal_mode=WAL")
         await self.db.execute("PRAGMA synchronous=NORMAL")  # WAL + NORMAL: durable across process crashes
         await self._migrate(self.db)
-        self.path.chmod(0o600)  # results and answers live here
         self.reader = await aiosqlite.connect(self.path, isolation_level=None)
         self._send, self._recv = anyio.create_memory_object_stream[_Write](max_buffer_size=10_000)
 
