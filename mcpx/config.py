@@ -97,6 +97,12 @@ class TasksConfig(_Strict):
     maxTtlMs: int = Field(86_400_000, gt=0, description="Largest TTL a host may ask for.")
     pollIntervalMs: int = Field(1000, gt=0, description="Poll interval suggested to hosts.")
     taskAfterMs: int = Field(300, ge=0, description="A modern call still running after this long becomes a task.")
+    requireMcpName: bool = Field(
+        True,
+        description="2026 `tasks/get|update|cancel` must carry `Mcp-Name: <taskId>` (the extension's MUST)."
+        " `false` accepts a missing header (a mismatched one is still -32020) for clients that omit it, such as"
+        " fastmcp-tasks 4.1.4; the daemon logs once per client that it relaxed the rule.",
+    )
 
 
 class QuestionsConfig(_Strict):

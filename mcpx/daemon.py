@@ -85,6 +85,7 @@ class Daemon:
             allowed_origins=config.daemon.allowedOrigins,
             tokens=tokens,
             store=store,
+            require_task_name=config.tasks.requireMcpName,
         )
         self.registry.on_idle_close.append(self.endpoint.forget_stateless)
         self.operations = Operations(engine=self.engine, broker=self.broker, registry=self.registry, bus=self.bus)

@@ -13,7 +13,8 @@ fastmcp-tasks 4.1.4 sends `tasks/get|update|cancel` without the `Mcp-Name: <task
 extension makes a MUST for clients over Streamable HTTP (ext-tasks tasks.md:511). The driver
 fixes that by default (`name_param = "taskId"` on the request models); the last test runs the
 client as shipped (`--stock`) and checks that mcpx refuses those requests with -32020 as the core
-header rules require, instead of bending to the client.
+header rules require, instead of bending to the client; the one after it turns on the documented
+switch for exactly that quirk (`tasks.requireMcpName: false`) and the shipped client works.
 """
 
 from __future__ import annotations
@@ -192,7 +193,32 @@ def test_stock_fastmcp_tasks_client_omits_mcp_name_and_is_refused(
     ]
     waited, auto = run_host(fastmcp_python, daemon.url, script, "--stock", "--log-http", str(http_log))
     assert waited["kind"] == "task" and not waited["ok"] and waited["error"]["code"] == -32020, waited
-    assert "Mcp-Name" in waited["error"]["message"]
+    assert "Mcp-Name" in waited["error"]["message"] and "tasks.requireMcpName" in waited["error"]["message"]
     assert not auto["ok"] and auto["error"]["code"] == -32020, auto
     gets = [r for r in http_requests(http_log) if r["body"]["method"] == "tasks/get"]
     assert gets and all("mcp-name" not in r["headers"] for r in gets), gets
+
+
+def test_stock_fastmcp_tasks_client_works_when_the_mcp_name_rule_is_relaxed(
+    start_daemon: Any, fastmcp_python: Path, tmp_path: Path
+) -> None:
+    """`tasks.requireMcpName: false`: the shipped client's tasks/* without Mcp-Name are accepted, the
+    daemon logs that once for that client, and a wrong Mcp-Name is still -32020 (unit-tested)."""
+    config = {"mcpServers": {"fx": stdio_server(tmp_path)}, "tasks": {"taskAfterMs": 200, "requireMcpName": False}}
+    d = start_daemon(config)
+    http_log = tmp_path / "fastmcp-relaxed-http.jsonl"
+    script = [
+        {"op": "call_task_then_wait", "name": "fx__slow", "args": {"seconds": 1, "steps": 2}, "poll": 0.2, "timeout": 20},
+        {"op": "call_auto", "name": "fx__slow", "args": {"seconds": 0.6, "steps": 1}, "timeout": 20},
+        {"op": "call_task_then_cancel", "name": "fx__slow", "args": {"seconds": 30, "steps": 30}, "after": 0.5,
+         "poll": 0.1, "timeout": 10},
+    ]  # fmt: skip
+    waited, auto, cancelled = run_host(fastmcp_python, d.url, script, "--stock", "--log-http", str(http_log))
+    assert waited["ok"] and waited["statuses"][-1] == "completed", waited
+    assert text_of(waited["final"]["result"]) == "slept 1"
+    assert auto["ok"] and text_of(auto["result"]) == "slept 0.6", auto
+    assert cancelled["ok"] and cancelled["finalStatus"] == "cancelled", cancelled
+    task_requests = [r for r in http_requests(http_log) if r["body"]["method"].startswith("tasks/")]
+    assert task_requests and all("mcp-name" not in r["headers"] for r in task_requests), task_requests
+    relaxed = [line for line in d.stderr().splitlines() if "tasks.requireMcpName is false" in line]
+    assert len(relaxed) == 1, relaxed  # once per client, however many requests

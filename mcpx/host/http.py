@@ -43,15 +43,36 @@ _STREAMING = frozenset({"tools/call", "prompts/get", "resources/read", "subscrip
 
 class McpEndpoint:
     def __init__(
-        self, router: HostRouter, *, max_body: int, allowed_origins: list[str], tokens: dict[str, str], store: Store
+        self,
+        router: HostRouter,
+        *,
+        max_body: int,
+        allowed_origins: list[str],
+        tokens: dict[str, str],
+        store: Store,
+        require_task_name: bool = True,
     ) -> None:
         self.router = router
+        self.require_task_name = require_task_name  # config tasks.requireMcpName
+        self._relaxed_for: set[str] = set()  # clients told (in the log) that their tasks/* lacked Mcp-Name
         self.store = store
         self.max_body = max_body
         self.allowed_origins = set(allowed_origins)
         self.tokens = tokens
         self.sessions: dict[str, HostConnection] = {}
         self._modern: OrderedDict[str, HostConnection] = OrderedDict()
+
+    def _note_relaxed(self, conn: HostConnection, method: str) -> None:
+        info = conn.client_info
+        client = f"{info.get('name', '?')} {info.get('version', '?')}"
+        if client not in self._relaxed_for and len(self._relaxed_for) < 1000:
+            self._relaxed_for.add(client)
+            log.warning(
+                "%s sent %s without the Mcp-Name header the tasks extension requires; accepted because"
+                " tasks.requireMcpName is false (logged once per client)",
+                client,
+                method,
+            )
 
     # ---- ASGI ----------------------------------------------------------------------------
     async def __call__(self, scope: Scope, receive: Receive, send: AsgiSend) -> None:
@@ -140,7 +161,11 @@ class McpEndpoint:
             try:
                 modern.check_version_header(msg.params, headers)
                 ctx = self.router.modern_context(conn, msg.params, None)
-                modern.check_headers(msg.method, msg.params, headers, tasks_extension=True)
+                relaxed = modern.check_headers(
+                    msg.method, msg.params, headers, tasks_extension=True, require_task_name=self.require_task_name
+                )
+                if relaxed:
+                    self._note_relaxed(conn, msg.method)
                 if msg.method == "tools/call":
                     modern.check_param_headers(
                         self.router.dispatcher.tool_schema(msg.params.get("name")), msg.params.get("arguments"), headers

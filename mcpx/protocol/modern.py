@@ -65,8 +65,17 @@ def decode_header_value(value: str) -> str:
         raise HeaderMismatch("Header mismatch: Mcp-Name is not valid base64 sentinel encoding") from None
 
 
-def check_headers(method: str, params: dict[str, Any], headers: Mapping[str, str], *, tasks_extension: bool) -> None:
-    """HTTP header/body agreement (-32020). `headers` keys are lower-case."""
+def check_headers(
+    method: str,
+    params: dict[str, Any],
+    headers: Mapping[str, str],
+    *,
+    tasks_extension: bool,
+    require_task_name: bool = True,
+) -> bool:
+    """HTTP header/body agreement (-32020). `headers` keys are lower-case. With
+    `require_task_name` false (config `tasks.requireMcpName`), a tasks/* request without Mcp-Name
+    passes; returns True when it did, so the caller can say so."""
     for name, value in headers.items():
         if name.startswith("mcp-") and not _SAFE_HEADER.fullmatch(value):
             raise HeaderMismatch(f"Header mismatch: {name} contains invalid characters")
@@ -81,19 +90,24 @@ def check_headers(method: str, params: dict[str, Any], headers: Mapping[str, str
         raise HeaderMismatch("Header mismatch: Mcp-Method header is required")
     if got_method != method:
         raise HeaderMismatch(f"Header mismatch: Mcp-Method header {got_method!r} does not match body {method!r}")
+    task_method = tasks_extension and method in _TASK_NAME_METHODS
     if method in _NAME_SOURCE:
         field = _NAME_SOURCE[method]
-    elif tasks_extension and method in _TASK_NAME_METHODS:
+    elif task_method:
         field = "taskId"
     else:
-        return
+        return False
     raw = headers.get("mcp-name")
     if raw is None:
-        raise HeaderMismatch(f"Header mismatch: Mcp-Name header is required for {method}")
+        if task_method and not require_task_name:
+            return True
+        hint = " (a client that cannot send it: set tasks.requireMcpName to false)" if task_method else ""
+        raise HeaderMismatch(f"Header mismatch: Mcp-Name header is required for {method}{hint}")
     name = decode_header_value(raw)
     body = params.get(field)
     if name != body:
         raise HeaderMismatch(f"Header mismatch: Mcp-Name header {name!r} does not match body {field} {body!r}")
+    return False
 
 
 def decorate(result: dict[str, Any], server_info: dict[str, Any]) -> dict[str, Any]:

@@ -305,6 +305,32 @@ def test_task_methods_need_mcp_name_equal_to_task_id_when_the_extension_is_serve
     _mismatch(method, p, headers(method, "other-task"), tasks_extension=True)
 
 
+@pytest.mark.parametrize("method", ["tasks/get", "tasks/update", "tasks/cancel"])
+def test_the_missing_task_header_error_names_the_switch_that_relaxes_it(method: str) -> None:
+    exc = _mismatch(method, params(taskId=TASK_ID), headers(method), tasks_extension=True)
+    assert "tasks.requireMcpName" in str(exc)
+
+
+@pytest.mark.parametrize("method", ["tasks/get", "tasks/update", "tasks/cancel"])
+def test_relaxed_a_missing_task_header_passes_and_says_so_but_a_wrong_one_still_fails(method: str) -> None:
+    p = params(taskId=TASK_ID)
+    assert modern.check_headers(method, p, headers(method), tasks_extension=True, require_task_name=False) is True
+    assert (
+        modern.check_headers(method, p, headers(method, TASK_ID), tasks_extension=True, require_task_name=False)
+        is False
+    )
+    with pytest.raises(HeaderMismatch):
+        modern.check_headers(method, p, headers(method, "other-task"), tasks_extension=True, require_task_name=False)
+
+
+def test_relaxing_task_headers_leaves_the_other_mcp_name_rules_alone() -> None:
+    with pytest.raises(HeaderMismatch) as exc:
+        modern.check_headers(
+            "tools/call", params(name="t"), headers("tools/call"), tasks_extension=True, require_task_name=False
+        )
+    assert "requireMcpName" not in str(exc.value)
+
+
 def test_task_methods_need_no_mcp_name_when_the_extension_is_not_served() -> None:
     modern.check_headers("tasks/get", params(taskId=TASK_ID), headers("tasks/get"), tasks_extension=False)
 
