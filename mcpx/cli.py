@@ -21,7 +21,7 @@ from .cli_console import add_console_parser
 from .cli_format import status_text
 from .cli_ops import add_audit_parser, add_stop_parser, add_tasks_parser
 from .cli_questions import add_questions_parser
-from .config import Config, ConfigError, find_config, load_config, state_dir
+from .config import CONFIG_SEARCH, Config, ConfigError, find_config, load_config, state_dir
 
 __all__ = ["build_parser", "main", "running_daemon"]
 
@@ -96,6 +96,13 @@ def ensure_daemon(args: argparse.Namespace, folder: Path) -> dict[str, Any]:
     info = running_daemon(folder)
     if info is not None:
         return info
+    if find_config(args.config) is None:
+        # A daemon started here would serve nothing and outlive its host: refuse instead.
+        again = "console --start" if args.command == "console" else args.command
+        raise SystemExit(
+            f"mcpx {args.command}: no daemon is running for {folder} and no config file was found"
+            f" (searched: {CONFIG_SEARCH}).\n  give one: mcpx {again} --config FILE   (or set MCPX_CONFIG)"
+        )
     state.prepare(folder)
     cmd = [sys.executable, "-m", "mcpx", "daemon", "--state-dir", str(folder)]
     if args.config:

@@ -6,13 +6,14 @@ config reference from these models, so the two cannot drift.
 
 from __future__ import annotations
 
+import difflib
 import json
 import os
 import re
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
 
 TaskSupport = Literal["forbidden", "optional", "required"]
 
@@ -63,6 +64,7 @@ class ServerConfig(BaseModel):
     env: dict[str, str] = Field(default_factory=dict, description="Extra environment for `command`.")
     cwd: str | None = Field(None, description="Working directory for `command`.")
     url: str | None = Field(None, description="Streamable HTTP endpoint of an HTTP upstream.")
+    disabled: bool = Field(False, description="Not started (the switch other hosts' configs use).")
     headers: dict[str, str] = Field(
         default_factory=dict, description="Extra HTTP headers sent to `url` (e.g. Authorization)."
     )
@@ -76,6 +78,10 @@ class ServerConfig(BaseModel):
             raise ValueError("each server needs exactly one of `command` (stdio) or `url` (HTTP)")
         if self.url is not None and not re.match(r"https?://", self.url):
             raise ValueError("`url` must start with http:// or https://")
+        if self.command is not None and runs_mcpx_serve(self.command, self.args):
+            raise ValueError(
+                "this server is `mcpx serve` itself: mcpx would proxy itself (leave mcpx out of its own config)"
+            )
         return self
 
     @property
@@ -166,9 +172,52 @@ class Config(BaseModel):
             seen[ns] = key
         return self
 
+    _warnings: list[str] = PrivateAttr(default_factory=list)
+
+    @property
+    def warnings(self) -> list[str]:
+        """What was accepted but looks wrong (an unknown top-level key), for the daemon to log."""
+        return self._warnings
+
+    @property
+    def active_servers(self) -> dict[str, ServerConfig]:
+        """The servers to start: all but the `disabled` ones."""
+        return {key: server for key, server in self.mcpServers.items() if not server.disabled}
+
     def namespace_of(self, key: str) -> str | None:
         server = self.mcpServers[key]
         return None if server.mcpx.passthrough else (server.mcpx.namespace or key)
+
+
+# Top-level keys other hosts keep in the files mcpx reads (Claude Desktop, VS Code, Zed, Gemini CLI,
+# JSON schemas): tolerated without a word. Any other unknown key is named, in case it is a typo.
+FOREIGN_TOP_LEVEL = frozenset(
+    {
+        "$schema", "globalShortcut", "preferences", "servers", "inputs", "context_servers", "theme",
+        "selectedAuthType", "contextFileName", "allowMCPServers", "excludeMCPServers", "coreTools", "excludeTools",
+        "telemetry", "checkpointing", "projects",
+    }
+)  # fmt: skip
+
+
+def runs_mcpx_serve(command: str, args: list[str]) -> bool:
+    """`mcpx serve ...` or `python -m mcpx serve ...`: a config entry that is mcpx's own stdio shim."""
+    exe = Path(command).name
+    if exe == "mcpx":
+        return args[:1] == ["serve"]
+    return exe.startswith("python") and args[:3] == ["-m", "mcpx", "serve"]
+
+
+def top_level_warnings(data: dict[str, Any]) -> list[str]:
+    ours = set(Config.model_fields)
+    notes = []
+    for key in data:
+        if key in ours or key in FOREIGN_TOP_LEVEL:
+            continue
+        close = difflib.get_close_matches(key, sorted(ours), n=1, cutoff=0.75)
+        hint = f"; did you mean {close[0]!r}?" if close else ""
+        notes.append(f"unknown top-level key {key!r} ignored (not an mcpx option{hint})")
+    return notes
 
 
 def _where(loc: tuple[Any, ...]) -> str:
@@ -179,16 +228,18 @@ def parse_config(data: object, source: str) -> Config:
     if not isinstance(data, dict):
         raise ConfigError(f"{source}: the top level must be a JSON object")
     try:
-        return Config.model_validate(data)
+        config = Config.model_validate(data)
     except ValidationError as exc:
         lines = []
         for err in exc.errors():
             loc = tuple(p for p in err["loc"] if p not in ("function-after",))
-            msg = err["msg"]
+            msg = err["msg"].removeprefix("Value error, ")  # pydantic's wrapper, noise to a reader
             if err["type"] == "extra_forbidden":
                 msg = "unknown key (not an mcpx option)"
             lines.append(f"{source}: {_where(loc)}: {msg}")
         raise ConfigError("\n".join(lines)) from None
+    config._warnings = [f"{source}: {note}" for note in top_level_warnings(data)]
+    return config
 
 
 def load_config(path: Path) -> Config:
@@ -201,6 +252,9 @@ def load_config(path: Path) -> Config:
     except json.JSONDecodeError as exc:
         raise ConfigError(f"{path}: not valid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from None
     return parse_config(data, str(path))
+
+
+CONFIG_SEARCH = "--config, MCPX_CONFIG, ./.mcpx.json, ./.mcp.json, $XDG_CONFIG_HOME/mcpx/config.json"
 
 
 def find_config(explicit: str | None, cwd: Path | None = None) -> Path | None:

@@ -24,7 +24,7 @@ from . import __version__, state
 from .api import v1
 from .api.feed import FeedEndpoint
 from .broker import Broker
-from .config import Config
+from .config import CONFIG_SEARCH, Config
 from .connections import ConnectionRegistry
 from .events import EventBus
 from .host.dispatch import Dispatcher
@@ -138,6 +138,18 @@ class Daemon:
             "lastSeq": await self.engine.store.last_seq(),
         }
 
+    def _say_what_the_config_did(self) -> None:
+        """A config that starts nothing, or ignores a key, is said out loud, never silently served."""
+        if self.config_path is None:
+            log.warning("no config file found (searched: %s): serving with no upstreams", CONFIG_SEARCH)
+        for note in self.config.warnings:
+            log.warning("%s", note)
+        for key, server in self.config.mcpServers.items():
+            if server.disabled:
+                log.info("upstream %s is disabled in the config: not started", key)
+        if self.config_path is not None and not self.config.active_servers:
+            log.warning("%s configures no upstream to start: serving with none", self.config_path)
+
     async def run(self, ready: Callable[[int], None] | None = None) -> None:
         state.prepare(self.state_dir)
         lock = state.acquire_lock(self.state_dir)
@@ -194,6 +206,7 @@ class Daemon:
                 )
                 self.phase = "serving"
                 log.info("mcpx %s serving on http://127.0.0.1:%d/mcp", __version__, port)
+                self._say_what_the_config_did()
                 if ready is not None:
                     ready(port)
                 await server.serve(sockets=[sock])

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -104,3 +106,90 @@ def test_api_doc_lists_the_event_schemas_the_code_has() -> None:
     from mcpx.api.event_schemas import render as render_events
 
     assert render_events() in (ROOT / "docs" / "api.md").read_text()
+
+
+# ---- bad config is never silent ------------------------------------------------------------
+
+
+def test_a_misspelt_top_level_key_is_named_with_a_suggestion() -> None:
+    cfg = parse_config({"mcpServer": {"a": {"command": "x"}}}, "cfg.json")
+    assert not cfg.mcpServers
+    assert cfg.warnings == [
+        "cfg.json: unknown top-level key 'mcpServer' ignored (not an mcpx option; did you mean 'mcpServers'?)"
+    ]
+
+
+def test_other_hosts_known_top_level_keys_pass_without_a_word() -> None:
+    cfg = parse_config({"mcpServers": {}, "globalShortcut": "x", "inputs": [], "$schema": "s", "theme": "dark"}, "c")
+    assert cfg.warnings == []
+
+
+def test_disabled_servers_are_kept_but_not_started() -> None:
+    cfg = parse_config({"mcpServers": {"a": {"command": "x", "disabled": True}, "b": {"command": "y"}}}, "c")
+    assert set(cfg.mcpServers) == {"a", "b"} and set(cfg.active_servers) == {"b"}
+
+
+@pytest.mark.parametrize(
+    "server",
+    [
+        {"command": "mcpx", "args": ["serve"]},
+        {"command": "/usr/local/bin/mcpx", "args": ["serve", "--config", "x.json"]},
+        {"command": "python3", "args": ["-m", "mcpx", "serve"]},
+    ],
+)
+def test_a_config_that_lists_mcpx_serve_itself_is_refused(server: dict[str, object]) -> None:
+    with pytest.raises(ConfigError) as exc:
+        parse_config({"mcpServers": {"loop": server}}, "cfg.json")
+    message = str(exc.value)
+    assert "cfg.json: mcpServers.loop: this server is `mcpx serve` itself" in message
+    assert "Value error" not in message  # pydantic's prefix is dropped
+
+
+def test_mcpx_subcommands_other_than_serve_are_fine_upstreams() -> None:
+    cfg = parse_config({"mcpServers": {"d": {"command": "mcpx", "args": ["demo-upstream"]}}}, "c")
+    assert "d" in cfg.active_servers
+
+
+def test_the_daemon_says_when_it_found_no_config_and_names_ignored_keys(tmp_path: Path) -> None:
+    env = {**os.environ, "XDG_CONFIG_HOME": str(tmp_path / "xdg")}
+    env.pop("MCPX_CONFIG", None)
+    typo = tmp_path / "typo.json"
+    typo.write_text(json.dumps({"mcpServer": {"a": {"command": "x"}}}))
+    for args, expected in (
+        ([], "no config file found (searched: --config, MCPX_CONFIG"),
+        (["--config", str(typo)], "unknown top-level key 'mcpServer' ignored"),
+    ):
+        state = tmp_path / f"state{len(args)}"
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "mcpx", "daemon", "--port", "0", "--state-dir", str(state), *args],
+            cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+        )  # fmt: skip
+        stop = threading.Timer(20, proc.terminate)  # ends the read below if the line never comes
+        stop.start()
+        try:
+            assert proc.stderr is not None
+            lines = []
+            for line in proc.stderr:
+                lines.append(line)
+                if expected in line:
+                    break
+            assert any(expected in line for line in lines), lines
+        finally:
+            stop.cancel()
+            proc.terminate()
+            proc.wait(10)
+            if proc.stderr is not None:
+                proc.stderr.close()
+
+
+def test_mcpx_serve_with_no_daemon_and_no_config_refuses_instead_of_starting_an_empty_one(tmp_path: Path) -> None:
+    env = {**os.environ, "XDG_CONFIG_HOME": str(tmp_path / "xdg")}
+    env.pop("MCPX_CONFIG", None)
+    state = tmp_path / "state"
+    proc = subprocess.run(
+        [sys.executable, "-m", "mcpx", "serve", "--state-dir", str(state)],
+        cwd=tmp_path, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=30,
+    )  # fmt: skip
+    assert proc.returncode != 0
+    assert "no config file was found" in proc.stderr and "mcpx serve --config FILE" in proc.stderr, proc.stderr
+    assert not (state / "daemon.json").exists()  # no daemon was left behind

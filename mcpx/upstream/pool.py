@@ -389,7 +389,8 @@ class UpstreamPool:
     def __init__(self, config: Config, log_dir: Path) -> None:
         self.config = config
         self.servers = {
-            key: UpstreamServer(key, cfg, config.namespace_of(key), log_dir) for key, cfg in config.mcpServers.items()
+            key: UpstreamServer(key, cfg, config.namespace_of(key), log_dir)
+            for key, cfg in config.active_servers.items()
         }
 
     async def run(self, tg: TaskGroup) -> None:
