@@ -7,6 +7,7 @@ config reference from these models, so the two cannot drift.
 from __future__ import annotations
 
 import difflib
+import hashlib
 import json
 import os
 import re
@@ -136,7 +137,29 @@ class EventsConfig(_Strict):
 
 class AuthToken(_Strict):
     principal: str = Field(description="Name of the host principal this token identifies.")
-    token: str = Field(min_length=16, description="Bearer token the host sends in `Authorization`.")
+    token: str | None = Field(
+        None, min_length=16, description="Bearer token the host sends in `Authorization` (or give `tokenSha256`)."
+    )
+    tokenSha256: str | None = Field(
+        None,
+        pattern=r"^[0-9a-fA-F]{64}$",
+        description="The token's SHA-256 as hex, instead of `token`, so the file holds no secret"
+        " (`sha256sum` of the token, no newline).",
+    )
+
+    @model_validator(mode="after")
+    def _one_form(self) -> AuthToken:
+        if (self.token is None) == (self.tokenSha256 is None):
+            raise ValueError("each token needs exactly one of `token` or `tokenSha256`")
+        return self
+
+    @property
+    def digest(self) -> str:
+        """The token's SHA-256 (hex, lower case), whichever way the config gave it."""
+        if self.tokenSha256 is not None:
+            return self.tokenSha256.lower()
+        assert self.token is not None  # _one_form
+        return hashlib.sha256(self.token.encode("utf-8")).hexdigest()
 
 
 class AuthConfig(_Strict):

@@ -23,6 +23,7 @@ from starlette.routing import Route, WebSocketRoute
 from . import __version__, state
 from .api import v1
 from .api.feed import FeedEndpoint
+from .auth import TokenTable
 from .broker import Broker
 from .config import CONFIG_SEARCH, Config
 from .connections import ConnectionRegistry
@@ -78,7 +79,7 @@ class Daemon:
             server.on_change = self._on_change
             server.on_resource_updated = self._on_resource_updated
         self.router = HostRouter(self.dispatcher, self.registry)
-        tokens = {t.token: t.principal for t in (config.auth.tokens if config.auth else [])}
+        tokens = TokenTable((t.digest, t.principal) for t in (config.auth.tokens if config.auth else []))
         self.endpoint = McpEndpoint(
             self.router,
             max_body=config.daemon.maxBodyBytes,

@@ -7,6 +7,7 @@ as supported because mcpx is dual-era on HTTP; C5: ordinary JSON-RPC errors ride
 from __future__ import annotations
 
 import base64
+import hashlib
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -14,11 +15,13 @@ from typing import Any
 
 import httpx
 import pytest
-from harness import LEGACY, MODERN, Daemon, RawHost, modern_meta, read_jsonl, reply_of, stdio_server
+from harness import LEGACY, MODERN, Api, Daemon, RawHost, modern_meta, read_jsonl, reply_of, stdio_server
 
 ORIGIN_OK = "https://app.example"
 MAX_BODY = 2048
 TOKEN = "x" * 24
+BOB_TOKEN = "bob-" + "y" * 28  # configured only as its SHA-256 (tokenSha256)
+BOB_SHA256 = hashlib.sha256(BOB_TOKEN.encode()).hexdigest()
 SERVER_INFO_KEY = "io.modelcontextprotocol/serverInfo"
 
 
@@ -47,7 +50,8 @@ def daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Daemon]:
 @pytest.fixture(scope="module")
 def auth_daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Daemon]:
     tmp = tmp_path_factory.mktemp("http-errors-auth")
-    config = {"auth": {"tokens": [{"principal": "alice", "token": TOKEN}]}, "mcpServers": {"fx": stdio_server(tmp)}}
+    tokens = [{"principal": "alice", "token": TOKEN}, {"principal": "bob", "tokenSha256": BOB_SHA256.upper()}]
+    config = {"auth": {"tokens": tokens}, "mcpServers": {"fx": stdio_server(tmp)}}
     yield from _start(tmp, config)
 
 
@@ -773,8 +777,9 @@ def test_daemon_survives_every_bad_input_and_still_answers(daemon: Daemon, host:
         f"Bearer {TOKEN[:-1]}",
         f"Bearer {TOKEN}x",
         TOKEN,
+        f"Bearer {BOB_SHA256}",
     ],
-    ids=["none", "wrong", "basic-scheme", "empty-bearer", "prefix", "suffix", "no-scheme"],
+    ids=["none", "wrong", "basic-scheme", "empty-bearer", "prefix", "suffix", "no-scheme", "digest-as-token"],
 )
 def test_auth_missing_or_wrong_bearer_is_401_with_www_authenticate(
     auth_daemon: Daemon, authorization: str | None
@@ -795,6 +800,18 @@ def test_auth_missing_or_wrong_bearer_is_401_with_www_authenticate(
             {"Authorization": authorization} if authorization else None,
         )
         assert init.status_code == 401 and "mcp-session-id" not in init.headers
+    finally:
+        host.close()
+
+
+def test_a_token_configured_only_by_its_sha256_is_served_as_its_principal(auth_daemon: Daemon) -> None:
+    host = RawHost(auth_daemon.url)
+    try:
+        resp = host.modern("tools/call", ECHO, headers={"Authorization": f"Bearer {BOB_TOKEN}"})
+        assert reply_of(resp)["result"]["content"][0]["text"] == "still here"
+        with Api(auth_daemon) as api:
+            principals = {c["principal"] for c in api.get("/v1/connections").json()["connections"]}
+        assert "bob" in principals, principals
     finally:
         host.close()
 

@@ -16,6 +16,7 @@ from starlette.types import Receive, Scope
 from starlette.types import Send as AsgiSend
 
 from ..api.origin import origin_allowed
+from ..auth import TokenTable
 from ..connections import ConnectionRecord
 from ..protocol import jsonrpc, modern
 from ..protocol.errors import (
@@ -48,7 +49,7 @@ class McpEndpoint:
         *,
         max_body: int,
         allowed_origins: list[str],
-        tokens: dict[str, str],
+        tokens: TokenTable,
         store: Store,
         require_task_name: bool = True,
     ) -> None:
@@ -99,10 +100,10 @@ class McpEndpoint:
                 ),
             )
         principal = None
-        if self.tokens:
+        if self.tokens.enabled:
             auth = headers.get("authorization", "")
             token = auth[7:] if auth.lower().startswith("bearer ") else ""
-            principal = self.tokens.get(token)
+            principal = self.tokens.principal_for(token)
             if principal is None:
                 err = jsonrpc.error(None, {"code": -32600, "message": "Unauthorized: a valid bearer token is required"})
                 return await _json(send, 401, emit(_rev_hint(headers), None, err), [(b"www-authenticate", b"Bearer")])
@@ -402,7 +403,7 @@ class McpEndpoint:
             else:
                 self.sessions[sid] = conn
                 await self.router.open(conn, "session")
-        if self.tokens and conn.principal != principal:
+        if self.tokens.enabled and conn.principal != principal:
             return None
         return conn
 
