@@ -30,9 +30,13 @@ class RawClient:
     """Keep-alive HTTP/1.1 POSTs to /mcp with exact headers; reads one JSON response."""
 
     def __init__(self, port: int, headers: dict[str, str]) -> None:
-        self.sock = socket.create_connection(("127.0.0.1", port))
-        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.port = port
         self.headers = headers
+        self._connect()
+
+    def _connect(self) -> None:
+        self.sock = socket.create_connection(("127.0.0.1", self.port))
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
     def post(self, msg: dict[str, Any], extra: dict[str, str]) -> dict[str, Any]:
         body = json.dumps(msg).encode()
@@ -44,17 +48,24 @@ class RawClient:
             **extra,
             "Content-Length": str(len(body)),
         }
-        self.sock.sendall(
+        request = (
             b"POST /mcp HTTP/1.1\r\n" + "".join(f"{k}: {v}\r\n" for k, v in head.items()).encode() + b"\r\n" + body
         )
         buf = b""
-        while b"\r\n\r\n" not in buf:
-            chunk = self.sock.recv(65536)
-            if not chunk:  # the server closed an idle keep-alive connection: reconnect, resend
-                self.sock = socket.create_connection(self.sock.getpeername()[:2])
-                self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-                return self.post(msg, extra)
-            buf += chunk
+        try:
+            self.sock.sendall(request)
+            while b"\r\n\r\n" not in buf:
+                chunk = self.sock.recv(65536)
+                if not chunk:
+                    raise ConnectionResetError("closed before the response")
+                buf += chunk
+        except (BrokenPipeError, ConnectionResetError):
+            if buf:
+                raise
+            # The server closed an idle keep-alive connection (uvicorn: after 5 s): reconnect, resend.
+            self.sock.close()
+            self._connect()
+            return self.post(msg, extra)
         raw_head, rest = buf.split(b"\r\n\r\n", 1)
         length = next(
             int(line.split(b":")[1]) for line in raw_head.split(b"\r\n") if line.lower().startswith(b"content-length")
@@ -134,6 +145,9 @@ def main() -> None:
             print(
                 f"tools/call echo, {args.era} host: direct (HTTP) {d_med:.2f} ms, through mcpx ({args.upstream} upstream) {m_med:.2f} ms ({m_med / d_med:.2f}x), medians of {n} calls each"
             )
+            result = {"bench": "call_latency", "era": args.era, "upstream": args.upstream, "calls": n}
+            result |= {"direct_ms": round(d_med, 3), "via_mcpx_ms": round(m_med, 3), "ratio": round(m_med / d_med, 2)}
+            print("RESULT " + json.dumps(result))  # for bench/run_all.py
             direct.close()
             via.close()
         finally:

@@ -106,6 +106,9 @@ def main() -> int:
     rate = len(latencies) / elapsed
     print(f"feed latency with {live} live tasks, {rate:.0f} events/s over {elapsed:.1f} s ({len(latencies)} events):")
     print(f"  p50 {q[49]:.1f} ms   p99 {q[98]:.1f} ms   max {max(latencies):.1f} ms   (target p99 <= 20 ms)")
+    result = {"bench": "feed_latency", "live": live, "events_per_s": round(rate), "events": len(latencies)}
+    result |= {"p50_ms": round(q[49], 1), "p99_ms": round(q[98], 1), "max_ms": round(max(latencies), 1)}
+    print("RESULT " + json.dumps(result))  # for bench/run_all.py
     return 0
 
 

@@ -129,12 +129,17 @@ class RawPool:
 
     def run(self, n: int) -> tuple[float, list[float]]:
         times: list[float] = []
+        errors: list[BaseException] = []
         lock = threading.Lock()
         gate = threading.Barrier(len(self.clients) + 1)
 
         def work(c: RawClient) -> None:
             gate.wait()
-            got = measure(c, self.era, self.tool, n)
+            try:
+                got = measure(c, self.era, self.tool, n)
+            except BaseException as exc:
+                errors.append(exc)
+                return
             with lock:
                 times.extend(got)
 
@@ -145,6 +150,8 @@ class RawPool:
         started = time.perf_counter()
         for t in threads:
             t.join()
+        if errors:
+            raise errors[0]
         return time.perf_counter() - started, times
 
     def close(self) -> None:
@@ -229,6 +236,7 @@ class Row:
     def round(self, flip: bool) -> None:
         sides = [(self.direct, self.d), (self.via, self.v)]
         for client, (walls, times) in reversed(sides) if flip else sides:
+            client.run(1)  # untimed: reopens keep-alive connections the server closed while idle
             wall, got = client.run(self.n)
             walls.append(wall)
             times.extend(got)

@@ -85,6 +85,9 @@ def main() -> None:
             print(
                 f"{n} durable tasks over {args.workers} connections: {n / created_s:.0f} created/s (handles, rows committed), {n / done_s:.0f} created and collected (tasks/result)/s end to end"
             )
+            result = {"bench": "tasks_throughput", "tasks": n, "workers": args.workers}
+            result |= {"created_per_s": round(n / created_s), "created_and_collected_per_s": round(n / done_s)}
+            print("RESULT " + json.dumps(result))  # for bench/run_all.py
             owner.close()
         finally:
             daemon.stop()
