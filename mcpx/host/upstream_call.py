@@ -57,8 +57,16 @@ def stripped(params: dict[str, Any]) -> dict[str, Any]:
 
 
 def build(
-    ctx: RequestContext, upstream_era: Era | None, method: str, params: dict[str, Any], *, key: bytes, raw_state: bool
+    ctx: RequestContext,
+    upstream_era: Era | None,
+    method: str,
+    params: dict[str, Any],
+    *,
+    key: bytes,
+    raw_state: bool,
+    now: int,
 ) -> UpstreamRequest:
+    """No I/O: the upstream's era, mcpx's state key and `now` come from the caller."""
     up = stripped(params)
     can_ask_legacy = ctx.era == "legacy" and ctx.notify is not None
     mrtr = upstream_era == "modern" and method in _MRTR_METHODS and (ctx.era == "modern" or can_ask_legacy)
@@ -73,7 +81,7 @@ def build(
         if params.get("requestState") is not None:
             state = params["requestState"]
             if not raw_state:
-                state, round_ = request_state.unwrap(key, state, bound, now_ms())
+                state, round_ = request_state.unwrap(key, state, bound, now)
             if state is not None:
                 up["requestState"] = state
     elif mrtr:
@@ -117,7 +125,7 @@ class UpstreamCalls:
     ) -> dict[str, Any]:
         """One upstream request for a host request, with the questions the upstream asks on the way."""
         session = await server.ready_session()
-        req = build(ctx, session.era, method, params, key=self.state_key, raw_state=raw_state)
+        req = build(ctx, session.era, method, params, key=self.state_key, raw_state=raw_state, now=now_ms())
         try:
             res = await session.request(
                 method,
@@ -180,7 +188,7 @@ class UpstreamCalls:
             if res.get("resultType") == "input_required":
                 return res  # not a CallToolResult: nothing to trim
             return shaping.call_result_for(res, ctx.revision)
-        req = build(ctx, session.era, "tools/call", named, key=self.state_key, raw_state=True)
+        req = build(ctx, session.era, "tools/call", named, key=self.state_key, raw_state=True, now=now_ms())
         record = await self.engine.get(run.task_id) if run.task_id is not None else None
         ttl = record.ttl_ms if record is not None else self.config.tasks.ttlMs
         engine, task_run = self.engine, run
