@@ -126,3 +126,4 @@ class RequestContext:
     task_id: str | None = None  # set when this request's work runs as an mcpx task
     park: Park | None = None  # a 2026 host's held call, whose upstream questions become MRTR rounds
     last_progress: float | None = None  # the last progress value relayed to this request's host
+    request_id: Id | None = None  # the host's id for this request (a listen stream is named by it)

@@ -78,3 +78,16 @@ def call_result_for(result: dict[str, Any], revision: str) -> dict[str, Any]:
     if isinstance(out.get("content"), list):
         out["content"] = content_for(out["content"], revision)
     return out
+
+
+def read_result_for(result: dict[str, Any], revision: str) -> dict[str, Any]:
+    """ReadResourceResult: in 2026 a CacheableResult (no upstream hint: revalidate, private);
+    before, without the 2026 cache fields a modern upstream may have sent."""
+    out = result_for(result, revision)
+    if revision == MODERN:
+        out.setdefault("ttlMs", 0)
+        out.setdefault("cacheScope", "private")
+    else:
+        out.pop("ttlMs", None)
+        out.pop("cacheScope", None)
+    return out

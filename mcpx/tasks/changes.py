@@ -9,7 +9,8 @@ from __future__ import annotations
 from typing import Any
 
 from ..events import Event
-from .model import FAILED, INPUT_REQUIRED, Task, iso
+from ..protocol.task_wire import iso
+from .model import FAILED, INPUT_REQUIRED, Task
 
 
 def created(task: Task, by: str | None) -> Event:

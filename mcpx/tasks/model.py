@@ -1,4 +1,4 @@
-"""The task record, its allowed transitions, and its wire shapes in both formats. Pure: no clock reads.
+"""The task record and its allowed transitions (its wire shapes: protocol/task_wire.py). Pure: no clock reads.
 
 Transitions (2025-11-25 tasks.mdx:403-407; ext-tasks tasks.md:232-252): working <-> input_required,
 either -> completed | failed | cancelled; a terminal status never changes.
@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import secrets
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime
 from typing import Any, Literal
 
 from ..protocol.revisions import Era
@@ -88,34 +87,6 @@ class Task:
             result=result if result is not None else self.result,
             error=error if error is not None else self.error,
         )
-
-
-def iso(ms: int) -> str:
-    return datetime.fromtimestamp(ms / 1000, tz=UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
-def _wire(task: Task, ttl_key: str, poll_key: str) -> dict[str, Any]:
-    out: dict[str, Any] = {
-        "taskId": task.id,
-        "status": task.status,
-        "createdAt": iso(task.created_ms),
-        "lastUpdatedAt": iso(task.updated_ms),
-        ttl_key: task.ttl_ms,
-        poll_key: task.poll_ms,
-    }
-    if task.status_message:
-        out["statusMessage"] = task.status_message
-    return out
-
-
-def legacy_task(task: Task) -> dict[str, Any]:
-    """2025-11-25 `Task` (schema Task: taskId, status, createdAt, lastUpdatedAt, ttl required)."""
-    return _wire(task, "ttl", "pollInterval")
-
-
-def modern_task(task: Task) -> dict[str, Any]:
-    """ext `Task`: flat, with ttlMs/pollIntervalMs (never the legacy names)."""
-    return _wire(task, "ttlMs", "pollIntervalMs")
 
 
 def legacy_status_for_result(result: dict[str, Any]) -> Status:

@@ -17,9 +17,10 @@ from mcpx.config import Config
 from mcpx.events import StoredEvent
 from mcpx.host.connection import HostConnection, RequestContext
 from mcpx.host.dispatch import Dispatcher
-from mcpx.host.legacy_tasks import PAGE, owner_key
+from mcpx.host.legacy_tasks import owner_key
 from mcpx.host.subscriptions import Hub
 from mcpx.protocol.errors import INTERNAL_ERROR, InternalError, InvalidParams, UpstreamError
+from mcpx.protocol.legacy_tasks import PAGE
 from mcpx.protocol.revisions import LEGACY_LATEST, Era
 from mcpx.store.sqlite import SqliteStore
 from mcpx.tasks import engine as engine_module

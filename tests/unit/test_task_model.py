@@ -7,6 +7,7 @@ from wire_schema import check_definition
 
 from mcpx.protocol import request_state
 from mcpx.protocol.errors import InvalidParams
+from mcpx.protocol.task_wire import legacy_task, modern_task
 from mcpx.tasks.model import (
     CANCELLED,
     COMPLETED,
@@ -16,8 +17,6 @@ from mcpx.tasks.model import (
     Task,
     TransitionError,
     legacy_status_for_result,
-    legacy_task,
-    modern_task,
     new_task_id,
 )
 

@@ -1,0 +1,148 @@
+"""Questions an upstream asks during a host's call, put through the broker to whoever may answer.
+
+Per era: a 2025 host is asked on the stream of the request that caused it (inside a task, on the
+task's stream); inside a 2026 task a question becomes one of the task's inputRequests; a 2026
+host's ordinary call is held open and gets the question as an MRTR round (host/parking.py).
+Operators may answer any of them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import anyio
+
+from ..broker import Broker, HostAsk, OnWaiting
+from ..protocol import jsonrpc
+from ..protocol.errors import InternalError, MissingClientCapability, UpstreamError
+from ..protocol.legacy_tasks import related_meta
+from ..questions import Question
+from ..tasks.engine import TaskEngine
+from ..upstream.pool import UpstreamServer
+from ..upstream.session import OnRequest
+from ..waiting import first_error
+from .connection import HostError, RequestContext
+from .task_streams import TaskStreams
+
+_CAPABILITY_FOR = {"elicitation/create": "elicitation", "sampling/createMessage": "sampling", "roots/list": "roots"}
+QUESTION_TIMEOUT_S = 600.0
+
+
+class Asker:
+    def __init__(self, engine: TaskEngine, broker: Broker, streams: TaskStreams) -> None:
+        self.engine = engine
+        self.broker = broker
+        self.streams = streams
+
+    def on_request(self, ctx: RequestContext, server: UpstreamServer) -> OnRequest:
+        async def ask(method: str, params: dict[str, Any]) -> dict[str, Any]:
+            return await self.ask(ctx, method, params, server)
+
+        return ask
+
+    async def ask_round(self, ctx: RequestContext, requests: dict[str, Any], server: UpstreamServer) -> dict[str, Any]:
+        """Every MRTR inputRequest of one round, asked of the host at once."""
+        answers: dict[str, Any] = {}
+
+        async def one(key: str, request: object) -> None:
+            if not isinstance(request, dict) or not isinstance(request.get("method"), str):
+                raise InternalError(f"upstream sent a malformed input request {key!r}")
+            answers[key] = await self.ask(ctx, request["method"], request.get("params") or {}, server)
+
+        try:
+            async with anyio.create_task_group() as tg:
+                for key, request in requests.items():
+                    tg.start_soon(one, key, request)
+        except BaseExceptionGroup as group:
+            raise first_error(group) from None  # one question's failure is the round's, as it is
+        return answers
+
+    async def ask(
+        self, ctx: RequestContext, method: str, params: dict[str, Any], server: UpstreamServer
+    ) -> dict[str, Any]:
+        """One question, through the broker: to the host as its era allows, to an operator always."""
+        clean = {k: v for k, v in params.items() if k != "_meta"}
+        capability = _CAPABILITY_FOR.get(method)
+        if ctx.era == "legacy":
+            host_ask = self._legacy_host_ask(ctx, method, clean, capability)
+        else:
+            host_ask = self._modern_host_ask(ctx, method, clean, capability)
+        return await self.broker.ask(
+            upstream=server.key,
+            method=method,
+            params=clean,
+            task_id=ctx.task_id,
+            connection=ctx.conn.record_id,
+            host_ask=host_ask,
+            on_waiting=self._tell_waiting(ctx),
+        )
+
+    def _legacy_host_ask(
+        self, ctx: RequestContext, method: str, clean: dict[str, Any], capability: str | None
+    ) -> HostAsk | None:
+        """A server request on the stream of the request that caused it, if the host declared
+        that capability; inside a task, on the task's stream and tagged with it."""
+        if capability is None or capability not in ctx.client_caps or ctx.notify is None:
+            return None
+        notify, task_id = ctx.notify, ctx.task_id
+        sent = dict(clean) if task_id is None else {**clean, "_meta": related_meta(task_id)}
+
+        async def host_ask(q: Question) -> dict[str, Any]:
+            try:
+                if task_id is None:
+                    return await ctx.conn.request(notify, method, sent, QUESTION_TIMEOUT_S)
+                async with self.engine.asking(task_id):  # the task shows input_required meanwhile
+                    channel = await self.streams.question_channel(task_id, ctx.conn)
+                    return await ctx.conn.request(channel, method, sent, QUESTION_TIMEOUT_S)
+            except HostError as exc:
+                raise UpstreamError(exc.error) from None
+
+        return host_ask
+
+    def _modern_host_ask(
+        self, ctx: RequestContext, method: str, clean: dict[str, Any], capability: str | None
+    ) -> HostAsk | None:
+        task_id = ctx.task_id
+        if task_id is not None:
+            if capability not in ctx.client_caps:
+                return None
+
+            async def host_ask(q: Question) -> dict[str, Any]:
+                # Inside a 2026 task the question is one of the task's inputRequests, keyed by its
+                # question id (unique for the task's whole life, tasks.md:350).
+                answers = await self.engine.ask(task_id, {q.id: {"method": method, "params": clean}})
+                answer: dict[str, Any] = answers[q.id]
+                return answer
+
+            return host_ask
+        if ctx.park is None:
+            return None
+        if capability not in ctx.client_caps:
+            # The upstream needs what this 2026 host did not declare: the host's call gets -32021
+            # (index.mdx:387-392) and the held upstream call is dropped.
+            refused = MissingClientCapability(
+                f"Missing required client capability: {capability}",
+                {"requiredCapabilities": {capability or method: {}}},
+            )
+            ctx.park.refuse(refused)
+            raise refused
+        # A 2026 host's ordinary call: the question goes back to it as an MRTR round while the
+        # upstream call is held open, and its retry answers it.
+        return ctx.park.hold
+
+    def _tell_waiting(self, ctx: RequestContext) -> OnWaiting:
+        """While a question waits for an operator the host sees it: its task's status message,
+        or progress on a plain call that asked for progress."""
+
+        async def tell(message: str) -> None:
+            if ctx.task_id is not None:
+                await self.engine.set_status_message(ctx.task_id, message)
+                return
+            token = ctx.meta.get("progressToken")
+            if token is not None and ctx.notify is not None:
+                # Progress must grow (progress.mdx): just past the last value the upstream sent.
+                progress = 0.0 if ctx.last_progress is None else ctx.last_progress + 1e-6
+                params = {"progressToken": token, "progress": progress, "message": message}
+                await ctx.notify(jsonrpc.notification("notifications/progress", params))
+
+        return tell

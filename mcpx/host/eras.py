@@ -1,0 +1,40 @@
+"""The era variants the dispatcher routes to, built once per daemon and wired to each other."""
+
+from __future__ import annotations
+
+import secrets
+from dataclasses import dataclass
+
+from ..broker import Broker
+from ..config import Config
+from ..tasks.engine import TaskEngine
+from ..tasks.model import Task
+from ..upstream.pool import UpstreamPool
+from .asking import Asker
+from .legacy_tasks import LegacyTasks
+from .listen import Listen
+from .modern_tasks import ModernTasks
+from .subscriptions import Hub
+from .task_host import TaskHost
+from .task_streams import TaskStreams
+from .upstream_call import UpstreamCalls
+
+
+@dataclass(frozen=True)
+class Eras:
+    calls: UpstreamCalls  # every upstream call of either era is built here
+    legacy: LegacyTasks
+    modern: ModernTasks
+    listen: Listen
+
+    async def task_changed(self, task: Task) -> None:
+        """Every change of a task goes to its era's hosts (the owning session, or listen streams)."""
+        await (self.modern if task.era == "modern" else self.legacy).announce(task)
+
+
+def build(config: Config, pool: UpstreamPool, hub: Hub, engine: TaskEngine, broker: Broker) -> Eras:
+    streams = TaskStreams()  # a 2025 task's streams: its questions (asking) and results (legacy)
+    calls = UpstreamCalls(config, engine, Asker(engine, broker, streams), secrets.token_bytes(32))
+    host = TaskHost(calls, engine, broker, hub, config.tasks)
+    modern = ModernTasks(host)
+    return Eras(calls, LegacyTasks(host, streams), modern, Listen(pool, hub, modern))

@@ -1,0 +1,53 @@
+"""Where a 2025-11-25 task talks to its host: an open tasks/result stream, else the session's."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import anyio
+
+from ..waiting import first_of
+from .connection import HostConnection, RequestContext, Send
+
+
+class TaskStreams:
+    def __init__(self) -> None:
+        self.streams: dict[str, list[Send]] = {}  # task id -> open tasks/result streams
+        self._stream_opened: dict[str, anyio.Event] = {}  # task id -> set when one opens
+
+    def sender(self, task_ctx: RequestContext) -> Send:
+        """Best effort (progress): an open tasks/result stream of the task, else the GET stream."""
+
+        async def send(msg: dict[str, Any]) -> None:
+            streams = self.streams.get(task_ctx.task_id or "")
+            target = streams[-1] if streams else task_ctx.conn.send
+            if target is not None:
+                await target(msg)
+
+        return send
+
+    async def question_channel(self, task_id: str, conn: HostConnection) -> Send:
+        """Where to ask the host a question inside this task: wait until it has a stream open
+        (it sees `input_required` meanwhile and should call tasks/result, tasks.mdx:449)."""
+        while True:
+            streams = self.streams.get(task_id)
+            if streams:
+                return streams[-1]
+            if conn.send is not None:
+                return conn.send
+            stream_opened = self._stream_opened.setdefault(task_id, anyio.Event())
+            await first_of(stream_opened, conn.channel_opened)
+
+    def open(self, task_id: str, send: Send) -> None:
+        """A tasks/result stream is open: the task's questions and progress go there (tasks.mdx:435-449)."""
+        self.streams.setdefault(task_id, []).append(send)
+        opened = self._stream_opened.pop(task_id, None)
+        if opened is not None:
+            opened.set()
+
+    def close(self, task_id: str, send: Send) -> None:
+        streams = self.streams.get(task_id)
+        if streams is not None:
+            streams.remove(send)
+            if not streams:
+                self.streams.pop(task_id, None)

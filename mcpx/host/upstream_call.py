@@ -1,0 +1,277 @@
+"""The one place a host request becomes an upstream call: params, relayed capabilities, log level,
+MRTR state, the questions asked on the way and the notifications relayed back.
+
+(The session itself maps the host's progress token and tells the upstream of a cancellation:
+upstream/session.py `request`.)
+
+2026 upstream, 2026 host: MRTR rounds pass through; the host's real capabilities go up,
+`inputRequests` come down, and the upstream's requestState travels inside mcpx's signed one
+(`raw_state` keeps it bare, for rounds mcpx answers itself, e.g. inside a task).
+2026 upstream, 2025 host with a stream to ask on: mcpx asks the host each question as a server
+request and retries the upstream with the answers.
+2025 upstream: its server requests during the call are asked of a 2025 host the same way.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import anyio
+
+from ..config import Config
+from ..protocol import jsonrpc, legacy, request_state, shaping
+from ..protocol.errors import InternalError, UpstreamUnavailable
+from ..protocol.revisions import Era
+from ..tasks.engine import TaskEngine, current_run, now_ms
+from ..upstream import upstream_tasks
+from ..upstream.pool import Route, UpstreamServer
+from ..upstream.session import RELAYED_CLIENT_CAPS, OnNotify
+from .asking import Asker
+from .connection import RequestContext
+
+# Keys of a host's params that are mcpx's business, never forwarded as they came.
+_MCPX_KEYS = ("task", "inputResponses", "requestState")
+# Methods that may answer input_required (mrtr.mdx:184-192), and the capabilities those rounds use.
+_MRTR_METHODS = frozenset({"tools/call", "prompts/get", "resources/read"})
+_RELAYABLE_CAPS = frozenset({"elicitation", "sampling", "roots"})
+# Request-scoped notifications a call relays to its host; anything else an upstream sends on a
+# request's stream is not the host's business.
+_RELAYED = frozenset({"notifications/progress", "notifications/message"})
+
+
+@dataclass(frozen=True)
+class UpstreamRequest:
+    """What goes upstream for one host request, before the session shapes it for its own era."""
+
+    params: dict[str, Any]
+    client_caps: dict[str, Any]
+    log_level: str | None
+    mrtr: bool  # MRTR rounds run between mcpx and the upstream for this host
+    bound: str  # what mcpx's signed requestState is bound to
+    round_: int  # the MRTR round the host is in (from mcpx's signed state)
+
+
+def stripped(params: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in params.items() if k not in _MCPX_KEYS}
+
+
+def build(
+    ctx: RequestContext,
+    upstream_era: Era | None,
+    method: str,
+    params: dict[str, Any],
+    *,
+    key: bytes,
+    raw_state: bool,
+    now: int,
+) -> UpstreamRequest:
+    """No I/O: the upstream's era, mcpx's state key and `now` come from the caller."""
+    up = stripped(params)
+    can_ask_legacy = ctx.era == "legacy" and ctx.notify is not None
+    mrtr = upstream_era == "modern" and method in _MRTR_METHODS and (ctx.era == "modern" or can_ask_legacy)
+    bound = request_state.binding(method, up)
+    round_ = 0
+    caps: dict[str, Any] = {}
+    if mrtr and ctx.era == "modern":
+        # Capability honesty: the host's own, per request; what it lacks, the upstream refuses.
+        caps = {k: v for k, v in ctx.client_caps.items() if k in _RELAYABLE_CAPS}
+        if "inputResponses" in params:
+            up["inputResponses"] = params["inputResponses"]
+        if params.get("requestState") is not None:
+            state = params["requestState"]
+            if not raw_state:
+                state, round_ = request_state.unwrap(key, state, bound, now)
+            if state is not None:
+                up["requestState"] = state
+    elif mrtr:
+        # A 2025 host is asked what it declared; anything else an operator answers (broker),
+        # as mcpx promises every handshake upstream (session.RELAYED_CLIENT_CAPS).
+        caps = dict(RELAYED_CLIENT_CAPS)
+    log_level = ctx.log_level if ctx.era == "modern" else ctx.conn.log_level
+    return UpstreamRequest(up, caps, log_level, mrtr, bound, round_)
+
+
+def retry_params(params: dict[str, Any], round_result: dict[str, Any], answers: dict[str, Any]) -> dict[str, Any]:
+    """The retry of an MRTR round: the same params, the answers, the upstream's requestState."""
+    retry = {k: v for k, v in params.items() if k not in ("inputResponses", "requestState")}
+    retry["inputResponses"] = answers
+    if round_result.get("requestState") is not None:
+        retry["requestState"] = round_result["requestState"]
+    return retry
+
+
+class UpstreamCalls:
+    """The CallSurface (host/task_host.py) the era modules call the upstream through."""
+
+    def __init__(self, config: Config, engine: TaskEngine, asker: Asker, state_key: bytes) -> None:
+        self.config = config
+        self.engine = engine
+        self.asker = asker
+        self.state_key = state_key  # signs MRTR requestState; per daemon
+
+    async def ask_round(self, ctx: RequestContext, requests: dict[str, Any], server: UpstreamServer) -> dict[str, Any]:
+        return await self.asker.ask_round(ctx, requests, server)
+
+    async def forward(
+        self,
+        ctx: RequestContext,
+        server: UpstreamServer,
+        method: str,
+        params: dict[str, Any],
+        timeout: float | None = None,
+        *,
+        raw_state: bool = False,
+    ) -> dict[str, Any]:
+        """One upstream request for a host request, with the questions the upstream asks on the way."""
+        session = await server.ready_session()
+        req = build(ctx, session.era, method, params, key=self.state_key, raw_state=raw_state, now=now_ms())
+        try:
+            res = await session.request(
+                method,
+                session.shape_params(req.params, client_caps=req.client_caps, log_level=req.log_level),
+                on_notify=self.relay(ctx),
+                on_request=self.asker.on_request(ctx, server),
+                timeout=timeout,
+            )
+            rounds = 0
+            while res.get("resultType") == "input_required" and req.mrtr and ctx.era == "legacy":
+                rounds += 1
+                if rounds > request_state.MAX_ROUNDS:
+                    raise InternalError(f"upstream {server.key!r} kept asking for input ({rounds} rounds)")
+                answers = await self.asker.ask_round(ctx, res.get("inputRequests") or {}, server)
+                res = await session.request(
+                    method,
+                    session.shape_params(
+                        retry_params(req.params, res, answers), client_caps=req.client_caps, log_level=req.log_level
+                    ),
+                    on_notify=self.relay(ctx),
+                    timeout=timeout,
+                )
+        except TimeoutError:
+            raise UpstreamUnavailable(f"upstream {server.key!r} did not answer {method} within {timeout} s") from None
+        if res.get("resultType") == "input_required":
+            if not req.mrtr:
+                raise InternalError(f"upstream {server.key!r} asked for input that mcpx cannot relay to this host")
+            if not raw_state:
+                res = {**res, "requestState": self._signed(res, req.bound, req.round_)}
+        return res
+
+    async def call_tool(
+        self,
+        ctx: RequestContext,
+        params: dict[str, Any],
+        route: Route,
+        server: UpstreamServer,
+        *,
+        raw_state: bool = False,
+    ) -> dict[str, Any]:
+        """One upstream tools/call, shaped for the host's revision.
+
+        A call that runs under the task engine (an mcpx task, or a 2026 call that may become one:
+        `current_run()`) goes to an upstream that offers tasks for this tool as an *upstream task*
+        (`upstream_tasks`): its id is recorded on the run, and on the mcpx task row once there is
+        one, so a restarted daemon resumes polling it. Every other call goes straight through."""
+        override = server.cfg.mcpx.tools.get(route.name)
+        timeout = (override.callTimeout if override and override.callTimeout else None) or server.cfg.mcpx.callTimeout
+        run = current_run()
+        if run is not None and not run.taskable:
+            run = None  # a call that can never become an mcpx task has no task to hand a question to
+        session = await server.ready_session() if run is not None and (raw_state or ctx.era == "legacy") else None
+        named = {**params, "name": route.name}
+        if (
+            run is None
+            or session is None
+            or not upstream_tasks.task_capable(session, upstream_tasks.upstream_tool(server, route.name))
+        ):
+            res = await self.forward(ctx, server, "tools/call", named, timeout, raw_state=raw_state)
+            if res.get("resultType") == "input_required":
+                return res  # not a CallToolResult: nothing to trim
+            return shaping.call_result_for(res, ctx.revision)
+        req = build(ctx, session.era, "tools/call", named, key=self.state_key, raw_state=True, now=now_ms())
+        record = await self.engine.get(run.task_id) if run.task_id is not None else None
+        ttl = record.ttl_ms if record is not None else self.config.tasks.ttlMs
+        engine, task_run = self.engine, run
+
+        async def relay_status(status: str, message: str | None) -> None:
+            # The upstream task's own status message is the mcpx task's (both eras; console too).
+            task_run.status_message = message
+            if task_run.task_id is not None:
+                await engine.set_status_message(task_run.task_id, message)
+
+        async def remember(upstream_task_id: str) -> None:
+            await engine.set_upstream_task(task_run, upstream_task_id)
+
+        async def on_input(requests: dict[str, Any]) -> dict[str, Any]:
+            if ctx.era == "modern":
+                await task_run.adopted.wait()  # a 2026 host: the questions become the mcpx task's inputRequests
+                assert task_run.task_id is not None
+                ctx.task_id = task_run.task_id
+            return await self.asker.ask_round(ctx, requests, server)  # through the broker: operators too
+
+        async def ask_round(requests: dict[str, Any]) -> dict[str, Any]:
+            return await self.asker.ask_round(ctx, requests, server)
+
+        try:
+            with anyio.fail_after(timeout):
+                res = await upstream_tasks.call(
+                    session,
+                    req.params,
+                    get_session=server.ready_session,
+                    on_task_id=remember,
+                    ttl_ms=ttl,
+                    client_caps=req.client_caps,
+                    log_level=req.log_level,
+                    on_notify=self.relay(ctx),
+                    on_request=self.asker.on_request(ctx, server),
+                    on_input=on_input,
+                    ask_round=ask_round if ctx.era == "legacy" else None,
+                    keep_upstream=lambda: engine.closing,
+                    on_status=relay_status,
+                )
+        except TimeoutError:
+            raise UpstreamUnavailable(f"upstream {server.key!r} did not finish tools/call within {timeout} s") from None
+        if res.get("resultType") == "input_required":
+            return res  # a 2026 MRTR round before any upstream task: the caller answers it
+        return shaping.call_result_for(res, ctx.revision)
+
+    # ---- MRTR rounds mcpx signs (host/modern_tasks.py holds the upstream call meanwhile) ----
+    def _bound(self, params: dict[str, Any], route: Route) -> str:
+        return request_state.binding("tools/call", {**stripped(params), "name": route.name})
+
+    def _signed(self, res: dict[str, Any], bound: str, round_: int) -> str:
+        return request_state.wrap(self.state_key, res.get("requestState"), bound, round_ + 1, now_ms())
+
+    def unwrap_round(self, params: dict[str, Any], route: Route) -> tuple[dict[str, Any], int]:
+        if params.get("requestState") is None:
+            return params, 0
+        raw, round_ = request_state.unwrap(self.state_key, params["requestState"], self._bound(params, route), now_ms())
+        out = {k: v for k, v in params.items() if k != "requestState"}
+        if raw is not None:
+            out["requestState"] = raw
+        return out, round_
+
+    def wrap_round(self, res: dict[str, Any], params: dict[str, Any], route: Route, round_: int) -> dict[str, Any]:
+        """Bound to the upstream params, as `forward` checks it on the retry."""
+        return {**res, "requestState": self._signed(res, self._bound(params, route), round_)}
+
+    # ---- notifications back to the host ------------------------------------------------
+    def relay(self, ctx: RequestContext) -> OnNotify:
+        async def relay(msg: dict[str, Any]) -> None:
+            if ctx.notify is None or msg.get("method") not in _RELAYED:
+                return
+            if msg.get("method") == "notifications/message":
+                level = (msg.get("params") or {}).get("level")
+                # 2026: only when the request's own _meta asked for a level; 2025: the session's.
+                threshold = ctx.log_level if ctx.era == "modern" else ctx.conn.log_level
+                if ctx.era == "modern" and threshold is None:
+                    return
+                if not legacy.log_level_allows(threshold, level):
+                    return
+            else:
+                progress = jsonrpc.as_object(msg.get("params")).get("progress")
+                if isinstance(progress, (int, float)) and not isinstance(progress, bool):
+                    ctx.last_progress = float(progress)
+            await ctx.notify(msg)
+
+        return relay
