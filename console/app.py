@@ -175,6 +175,8 @@ class ConsoleApp(App[None]):
 
     # ---- selection and detail --------------------------------------------------------------
     def on_hosts_pane_picked(self, event: HostsPane.Picked) -> None:
+        if event.host_id == self.table.view.host:
+            return  # the pane re-highlighting the same host (every snapshot does): nothing to redo
         self.table.view.host = event.host_id
         self.table.rebuild()
 

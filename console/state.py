@@ -155,6 +155,8 @@ class ConsoleState:
     ignored: int = 0  # events skipped because their sequence was already applied
     # Tasks by (connection, status), kept as rows change: the hosts pane reads them often.
     _counts: Counter[tuple[str | None, str]] = field(default_factory=Counter)
+    # Open questions by task id, kept as questions open and close: every table row asks.
+    _asking: Counter[str] = field(default_factory=Counter)
 
     def _put(self, row: TaskRow) -> None:
         old = self.tasks.get(row.id)
@@ -168,6 +170,20 @@ class ConsoleState:
         if old is not None:
             self._counts[(old.connection, old.status)] -= 1
         return old
+
+    def _open(self, q: Question) -> None:
+        self._close(q.id)
+        self.questions[q.id] = q
+        if q.task_id:
+            self._asking[q.task_id] += 1
+
+    def _close(self, qid: str) -> Question | None:
+        q = self.questions.pop(qid, None)
+        if q is not None and q.task_id:
+            self._asking[q.task_id] -= 1
+            if self._asking[q.task_id] <= 0:
+                del self._asking[q.task_id]
+        return q
 
     # ---- folding ---------------------------------------------------------------------------
     def apply(self, message: dict[str, Any]) -> Changes:
@@ -187,7 +203,9 @@ class ConsoleState:
         self._counts = Counter()
         for row in map(TaskRow.from_summary, msg.get("tasks") or []):
             self._put(row)
-        self.questions = {q.id: q for q in map(Question.from_wire, msg.get("questions") or [])}
+        self.questions, self._asking = {}, Counter()
+        for q in map(Question.from_wire, msg.get("questions") or []):
+            self._open(q)
         self.operators = list(msg.get("operators") or [])
         return Changes(reset=True)
 
@@ -251,14 +269,15 @@ class ConsoleState:
                 ch.hosts.add(gone.connection)
         elif kind == "question.opened" and qid:
             q = Question.from_wire(data)
-            self.questions[q.id] = q
+            self._open(q)
             ch.questions.add(q.id)
             ch.new_questions.append(q.id)
             self._touch(ch, q)
         elif kind in ("question.answered", "question.expired") and qid in self.questions:
-            q = self.questions.pop(qid)
+            closed = self._close(qid)
+            assert closed is not None
             ch.questions.add(qid)
-            self._touch(ch, q)
+            self._touch(ch, closed)
         return ch
 
     def _touch(self, ch: Changes, q: Question) -> None:
@@ -269,7 +288,7 @@ class ConsoleState:
 
     # ---- views -----------------------------------------------------------------------------
     def needs_input(self, task: TaskRow) -> bool:
-        return task.status == "input_required" or any(q.task_id == task.id for q in self.questions.values())
+        return task.status == "input_required" or task.id in self._asking
 
     def host_counts(self, host_id: str | None) -> dict[str, int]:
         """Tasks by status, for one host or (None) all of them."""
@@ -282,11 +301,11 @@ class ConsoleState:
     def host_needs_input(self, host_id: str) -> bool:
         if any(q.connection == host_id for q in self.questions.values()):
             return True
-        return any(t.connection == host_id and t.status == "input_required" for t in self.tasks.values())
+        return self._counts[(host_id, "input_required")] > 0
 
     def hosts_shown(self) -> list[Host]:
         """Open hosts, then closed ones while they still own tasks; oldest first within each."""
-        owners = {t.connection for t in self.tasks.values()}
+        owners = {conn for (conn, _status), n in self._counts.items() if n > 0}
         shown = [h for h in self.hosts.values() if h.open or h.id in owners]
         return sorted(shown, key=lambda h: (not h.open, h.opened_ms, h.id))  # open ones first
 
@@ -325,10 +344,17 @@ def _haystack(t: TaskRow, host: Host | None) -> str:
     return " ".join(parts).lower()
 
 
+# Each ends with the id, so no two tasks tie: the table, re-sorting its own rows, and `visible`,
+# sorting the state's, put them in the same order.
 _SORTS: dict[SortKey, Callable[[TaskRow], tuple[Any, ...]]] = {
     "age": lambda t: (t.created_ms, t.id),
-    "status": lambda t: (STATUSES.index(t.status) if t.status in STATUSES else 9, t.created_ms),
-    "tool": lambda t: (t.tool, t.created_ms),
-    "upstream": lambda t: (t.upstream, t.created_ms),
-    "host": lambda t: (t.connection or "", t.created_ms),
+    "status": lambda t: (STATUSES.index(t.status) if t.status in STATUSES else 9, t.created_ms, t.id),
+    "tool": lambda t: (t.tool, t.created_ms, t.id),
+    "upstream": lambda t: (t.upstream, t.created_ms, t.id),
+    "host": lambda t: (t.connection or "", t.created_ms, t.id),
 }
+
+
+def sort_key(sort: SortKey) -> Callable[[TaskRow], tuple[Any, ...]]:
+    """The key `visible` sorts by (ascending)."""
+    return _SORTS[sort]

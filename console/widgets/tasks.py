@@ -3,14 +3,21 @@ row from the state's changes (never rebuilt per event; rebuilt only when the vie
 
 from __future__ import annotations
 
+import gc
+from bisect import insort
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import Any
 
+from rich.markup import escape
 from rich.text import Text
+from textual._two_way_dict import TwoWayDict
 from textual.coordinate import Coordinate
 from textual.widgets import DataTable
+from textual.widgets.data_table import Row, RowKey
 
 from ..render import age, now_ms, short, status_text
-from ..state import ConsoleState, SortKey, TaskRow
+from ..state import ConsoleState, SortKey, TaskRow, sort_key
 
 # Fixed widths: a column sized by its first rows would cut later, longer messages.
 WIDTHS = {"id": 8, "status": 12, "tool": 14, "upstream": 10, "host": 24, "age": 7, "message": 48}
@@ -24,6 +31,7 @@ COLUMNS = (
     ("message", "status message"),
 )
 SORTS: tuple[SortKey, ...] = ("age", "status", "tool", "upstream", "host")
+SETTLE_ROWS = 2000  # a rebuild of this many rows settles the heap (see _settle_heap)
 
 
 @dataclass
@@ -50,16 +58,36 @@ class TableStats:
 
 
 class TasksTable(DataTable[Text | str]):
+    """DataTable draws the rows; the order of the rows is kept here.
+
+    DataTable re-sorts by sorting every row with a Python key, renumbers every row after the one
+    it removes, and re-derives its row order and line offsets after every cell update: each of
+    those is O(rows), 10-45 ms at 10,000 rows, and a busy feed asks for them many times a second.
+    So this table keeps the shown tasks in order itself (`_asc`: their row keys, ascending by the
+    view's sort key): a new row goes in by bisection, gone rows come out in one pass, and from `_asc` it sets
+    DataTable's row numbering (`_row_locations`) and answers its `ordered_rows` and `_y_offsets`,
+    only recomputed when the order changed. These are DataTable's own internals (as in Textual 8);
+    tests/console/test_console_load.py checks that the rows shown stay the state's, in order.
+    """
+
     def __init__(self, state: ConsoleState, *, id: str | None = None) -> None:
-        super().__init__(id=id, cursor_type="row", zebra_stripes=True)
-        self.state = state
         self.view = View()
+        self._asc: list[RowKey] = []  # the shown tasks' rows, ascending by the view's sort key
+        self._ordered: list[Row] | None = None  # top to bottom, derived from _asc
+        self._offsets: list[tuple[RowKey, int]] | None = None  # each line's row, derived from _asc
+        super().__init__(id=id, cursor_type="row", zebra_stripes=True)  # (which reads the three above)
+        self.state = state
         self.stats = TableStats()
         self._shown: set[str] = set()
+        self._settled = False  # the heap was settled (gc.freeze) after a big rebuild
 
     def on_mount(self) -> None:
         for key, label in COLUMNS:
             self.add_column(label, key=key, width=WIDTHS.get(key))
+
+    def on_unmount(self) -> None:
+        if self._settled:
+            gc.unfreeze()  # the process (a test run, say) collects as usual again
 
     # ---- cells -----------------------------------------------------------------------------
     def _cells(self, row: TaskRow, now_ms: int) -> list[Text | str]:
@@ -68,14 +96,17 @@ class TasksTable(DataTable[Text | str]):
         message = row.status_message or ""
         if row.cancel_requested_by and not row.terminal:
             message = f"cancelling ({row.cancel_requested_by})"
+        # DataTable reads a str cell as Rich markup, so what an upstream or host says is escaped:
+        # its "[/x]" would raise, its "[red]" restyle the row. (A str, not a Text: 10,000 rows of
+        # Texts are 60,000 more objects for the garbage collector to walk, every time it does.)
         return [
             IdText(row.id),
             status_text(row.status, self.state.needs_input(row)),
-            row.tool,
-            row.upstream,
+            escape(row.tool),
+            escape(row.upstream),
             host_label,
             age(row.created_ms, now_ms),
-            message,
+            escape(message),
         ]
 
     # ---- updates ---------------------------------------------------------------------------
@@ -83,6 +114,7 @@ class TasksTable(DataTable[Text | str]):
         """The view changed (host, filter, sort) or a snapshot arrived: show it afresh."""
         self.stats.rebuilds += 1
         keep = self._cursor_task()
+        self._asc, self._ordered, self._offsets = [], None, None
         self.clear()
         now = now_ms()
         rows = [
@@ -96,37 +128,117 @@ class TasksTable(DataTable[Text | str]):
             )
             if not (self.view.hide_finished and r.terminal)
         ]
-        for row in rows:
-            self.add_row(*self._cells(row, now), key=row.id)
+        collecting = gc.isenabled()
+        gc.disable()  # every object made here lives on: a collection meanwhile would only walk them
+        try:
+            keys = [self.add_row(*self._cells(row, now), key=row.id) for row in rows]
+        finally:
+            if collecting:
+                gc.enable()
         self._shown = {r.id for r in rows}
+        self._asc = keys[::-1] if self.view.descending else keys
+        self._ordered = self._offsets = None  # added in the shown order: DataTable's numbering is right
         self._restore_cursor(keep)
+        if len(rows) >= SETTLE_ROWS:
+            _settle_heap()
+            self._settled = True
 
     def apply(self, changed: set[str], removed: set[str]) -> None:
-        """Only these tasks changed: update their rows, add or drop them as the view says."""
+        """Only these tasks changed: update their rows, add or drop them as the view says, then
+        number the rows once for all of them."""
         now = now_ms()
-        added = False
-        for task_id in removed & self._shown:
-            self.remove_row(task_id)
-            self._shown.discard(task_id)
-            self.stats.rows_removed += 1
-        for task_id in changed:
+        keep = self._cursor_task()
+        gone = removed & self._shown
+        added: list[RowKey] = []
+        updated = False
+        for task_id in changed - gone:
             row = self.state.tasks.get(task_id)
             visible = row is not None and self.view.shows(self.state, row)
             if task_id in self._shown and not visible:
-                self.remove_row(task_id)
-                self._shown.discard(task_id)
-                self.stats.rows_removed += 1
+                gone.add(task_id)
             elif row is not None and visible and task_id in self._shown:
                 for (key, _label), value in zip(COLUMNS, self._cells(row, now), strict=True):
                     self.update_cell(task_id, key, value)
                 self.stats.row_updates += 1
+                updated = True
             elif row is not None and visible:
-                self.add_row(*self._cells(row, now), key=task_id)
+                added.append(self.add_row(*self._cells(row, now), key=task_id))
                 self._shown.add(task_id)
                 self.stats.rows_added += 1
-                added = True
-        if added:
-            self._resort()
+        # A status change moves a row when sorted by status; nothing else a row shows is a sort key.
+        moved = bool(changed) and self.view.sort == "status"
+        if not (added or gone or moved):
+            if updated:
+                self._drop_stale_renders()
+            return
+        if gone:
+            self._drop(gone)
+        order = self._order_key()
+        if moved:
+            self._asc.extend(added)
+            self._asc.sort(key=order)
+        else:
+            for row_key in added:
+                insort(self._asc, row_key, key=order)
+        self._renumber()
+        self.cursor_coordinate = self.cursor_coordinate  # kept within the rows left
+        self._restore_cursor(keep)
+        self._drop_stale_renders()
+
+    def _drop_stale_renders(self) -> None:
+        """DataTable keys its render caches (up to 10,000 cells, 1,000 lines) by a count of changes;
+        after a change none of what they hold can be used again, but it stays until pushed out:
+        ~100,000 objects at 10,000 rows under a busy feed, each walked by every full garbage
+        collection (~50 ms each). Let them go now."""
+        self._clear_caches()
+
+    def _order_key(self) -> Callable[[RowKey], tuple[Any, ...]]:
+        """A shown task's place: the key `ConsoleState.visible` sorts by."""
+        by, tasks = sort_key(self.view.sort), self.state.tasks
+        return lambda key: by(tasks[key.value or ""])
+
+    def _drop(self, task_ids: set[str]) -> None:
+        """Take these rows out, all at once (the numbering of the rest follows, once)."""
+        for task_id in task_ids:
+            key = RowKey(task_id)
+            del self.rows[key]
+            del self._data[key]
+            self._new_rows.discard(key)
+        self._shown -= task_ids
+        self._asc = [k for k in self._asc if k.value not in task_ids]
+        self.stats.rows_removed += len(task_ids)
+        self._require_update_dimensions = True  # fewer rows: a shorter scroll
+        self.refresh(layout=True)
+
+    def _renumber(self) -> None:
+        """DataTable's row numbers, from `_asc`."""
+        top_down = reversed(self._asc) if self.view.descending else self._asc
+        self._row_locations = TwoWayDict({key: i for i, key in enumerate(top_down)})
+        self._ordered = self._offsets = None
+        self._update_count += 1
+        self.refresh()
+
+    @property
+    def ordered_rows(self) -> list[Row]:
+        if self._ordered is None:
+            rows = self.rows
+            self._ordered = [rows[k] for k in (reversed(self._asc) if self.view.descending else self._asc)]
+        return self._ordered
+
+    @property
+    def _y_offsets(self) -> list[tuple[RowKey, int]]:
+        if self._offsets is None:
+            self._offsets = [(row.key, y) for row in self.ordered_rows for y in range(row.height)]
+        return self._offsets
+
+    def _update_dimensions(self, new_rows: Iterable[RowKey]) -> None:
+        """DataTable measures every cell of every new row (with Rich: seconds for a 10,000-task
+        snapshot) to size the columns that fit their content. Every column here has a fixed width
+        and every row one line, so there is nothing to measure: only the scroll size is updated."""
+        if any(column.auto_width for column in self.columns.values()):
+            super()._update_dimensions(new_rows)
+        else:
+            super()._update_dimensions(())
 
     def tick_ages(self) -> None:
         """Ages move on: repaint the age cells of the rows on screen only."""
@@ -139,31 +251,7 @@ class TasksTable(DataTable[Text | str]):
             row = self.state.tasks.get(key or "")
             if row is not None:
                 self.update_cell(key or "", "age", age(row.created_ms, now))
-
-    def _resort(self) -> None:
-        keep = self._cursor_task()
-        sort = self.view.sort
-        tasks = self.state.tasks
-
-        def order(task_id: object) -> tuple[object, ...]:
-            row = tasks.get(str(task_id))
-            if row is None:
-                return (0,)
-            value = {
-                "age": row.created_ms,
-                "status": row.status,
-                "tool": row.tool,
-                "upstream": row.upstream,
-                "host": row.connection or "",
-            }[sort]
-            return (value, row.created_ms, row.id)
-
-        self.sort(
-            "id",
-            key=lambda cell: order(cell.task_id if isinstance(cell, IdText) else cell),
-            reverse=self.view.descending,
-        )
-        self._restore_cursor(keep)
+        self._drop_stale_renders()
 
     def _cursor_task(self) -> str | None:
         if not self.row_count:
@@ -184,8 +272,19 @@ class TasksTable(DataTable[Text | str]):
         return [str(r.key.value) for r in self.ordered_rows]
 
 
+def _settle_heap() -> None:
+    """After many rows were built: collect the garbage there is, then keep every object alive now
+    (the rows, the state, the app) out of the collector's later full passes (gc.freeze). A full
+    pass walks every object it tracks: at 10,000 rows ~120 ms, and a busy feed brings one on every
+    second or so, each a pause longer than a keypress may wait. Unfrozen first, so that what the
+    last settle kept and has died since is collected now."""
+    gc.unfreeze()
+    gc.collect()
+    gc.freeze()
+
+
 class IdText(Text):
-    """The id column's cell: the short id shown, the full id kept (sorting looks rows up by it)."""
+    """The id column's cell: the short id shown, the full id kept."""
 
     def __init__(self, task_id: str) -> None:
         super().__init__(short(task_id), style="dim")
