@@ -90,6 +90,9 @@ class Run:
         self.taskable = True  # False for a 2026 call that may never become a task
         self.pending_frames: list[Frame] = []  # frames recorded before the run became a task
         self.status_message: str | None = None  # an upstream task's, heard before the run was adopted
+        # Also set when the run ends: lets one waiter sleep on a single event for "done or
+        # something else happened" (host/parking.py) instead of a task per thing it waits for.
+        self.also_wake: anyio.Event | None = None
 
 
 def _visible(task: Task | None) -> tuple[object, ...]:
@@ -324,6 +327,8 @@ class TaskEngine:
             if run.task_id is not None:
                 self._scopes.pop(run.task_id, None)
             run.done.set()
+            if run.also_wake is not None:
+                run.also_wake.set()
             self._runs.discard(run)
         if run.outcome is not None and run.task_id is not None:
             with anyio.CancelScope(shield=True):

@@ -392,6 +392,7 @@ class UpstreamPool:
             key: UpstreamServer(key, cfg, config.namespace_of(key), log_dir)
             for key, cfg in config.active_servers.items()
         }
+        self._listings: dict[str, tuple[list[list[dict[str, Any]]], list[Route], dict[str, Route]]] = {}
 
     async def run(self, tg: TaskGroup) -> None:
         for server in self.servers.values():
@@ -405,18 +406,35 @@ class UpstreamPool:
 
     def listing(self, kind: str) -> list[Route]:
         """Stable order: servers in config order, each server's items in its own order."""
+        return self._listed(kind)[1]
+
+    def _listed(self, kind: str) -> tuple[list[list[dict[str, Any]]], list[Route], dict[str, Route]]:
+        """The routes of `kind`, rebuilt only when some server's list was replaced (servers assign a
+        fresh list on every fetch, never edit one in place): every call resolves its tool here.
+        The cache holds the lists it was built from, so identity can be trusted (no id reuse)."""
+        sources = [server.lists[kind] for server in self.servers.values()]
+        cached = self._listings.get(kind)
+        if (
+            cached is not None
+            and len(cached[0]) == len(sources)
+            and all(a is b for a, b in zip(cached[0], sources, strict=True))
+        ):
+            return cached
         field = KINDS[kind][2]
         routes: list[Route] = []
-        seen: set[str] = set()
+        by_name: dict[str, Route] = {}
         for server in self.servers.values():
             for item in server.lists[kind]:
                 exposed = server.naming.item_out(kind, item)
                 key = exposed[field]
-                if key in seen:
+                if key in by_name:
                     continue  # two passthrough servers with one name: the first configured wins
-                seen.add(key)
-                routes.append(Route(server.key, item[field], exposed))
-        return routes
+                route = Route(server.key, item[field], exposed)
+                by_name[key] = route
+                routes.append(route)
+        built = (sources, routes, by_name)
+        self._listings[kind] = built
+        return built
 
     def catalogue(self) -> list[Route]:
         return self.listing("tools")
@@ -426,9 +444,9 @@ class UpstreamPool:
         what = "tool" if kind == "tools" else "prompt"
         if not isinstance(exposed, str):
             raise InvalidParams(f"params.name must be a string naming a {what}")
-        for route in self.listing(kind):
-            if route.item["name"] == exposed:
-                return route
+        route = self._listed(kind)[2].get(exposed)
+        if route is not None:
+            return route
         # An upstream that is down still owns its namespace: say so rather than "unknown".
         for server in self.servers.values():
             if server.session is None and server.namespace is not None and server.naming.name_in(exposed) is not None:
