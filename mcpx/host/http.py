@@ -290,11 +290,15 @@ class McpEndpoint:
         call = self.router.start(ctx, msg)
         disconnected = False
         started = False
-        async with anyio.create_task_group() as tg:
 
-            async def on_done() -> None:
-                await call.done.wait()
+        def request_over() -> None:
+            try:
                 tx.send_nowait(None)
+            except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+                pass  # this HTTP request already ended (the host went): nobody to tell
+
+        call.when_done(request_over)
+        async with anyio.create_task_group() as tg:
 
             async def on_disconnect() -> None:
                 nonlocal disconnected
@@ -303,7 +307,6 @@ class McpEndpoint:
                 disconnected = True
                 tx.send_nowait(None)
 
-            tg.start_soon(on_done)
             tg.start_soon(on_disconnect)
             async with rx:
                 async for item in rx:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import math
+from collections.abc import Callable
 from typing import Any
 
 import anyio
@@ -28,6 +29,15 @@ class Call:
         self.scope = anyio.CancelScope()
         self.done = anyio.Event()
         self.frame: dict[str, Any] | None = None
+        # Called once, right after `done` is set: lets the HTTP writer learn of the end without a
+        # task of its own that only waits for `done` (one spawn less on every request).
+        self.on_done: Callable[[], None] | None = None
+
+    def when_done(self, hook: Callable[[], None]) -> None:
+        if self.done.is_set():
+            hook()
+        else:
+            self.on_done = hook
 
 
 class HostRouter:
@@ -116,6 +126,8 @@ class HostRouter:
                 if ctx.conn.in_flight.get(rid) is call.scope:
                     del ctx.conn.in_flight[rid]
                 call.done.set()
+                if call.on_done is not None:
+                    call.on_done()
 
         self.tg.start_soon(run)
         return call
