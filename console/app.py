@@ -124,8 +124,14 @@ class ConsoleApp(App[None]):
             self._arrivals.append(time.monotonic())
         self._pending.merge(self.state.apply(message))
 
+    def _open(self) -> bool:
+        """Not closing: while the app closes, its timers and workers can run after its widgets went."""
+        return self.is_running
+
     def flush(self) -> None:
         """Repaint what changed since the last flush, and nothing else."""
+        if not self._open():
+            return
         pending, self._pending = self._pending, Changes()
         self._paint_topbar()
         if pending.empty:
@@ -152,7 +158,8 @@ class ConsoleApp(App[None]):
             self.load_detail(self._detail_for)
 
     def _tick(self) -> None:
-        self.table.tick_ages()
+        if self._open():
+            self.table.tick_ages()
 
     def _paint_topbar(self) -> None:
         now = time.monotonic()
@@ -195,10 +202,13 @@ class ConsoleApp(App[None]):
         await anyio.sleep(0.05)  # a burst of highlights (scrolling) fetches only the last one
         try:
             task = await self.backend.task(task_id)
-            frames = await self.backend.frames(task_id) if self.detail.mode == "frames" else None
+            frames = await self.backend.frames(task_id) if self._open() and self.detail.mode == "frames" else None
         except BackendError as exc:
-            self.detail.show({"id": task_id, "status": "?", "createdMs": 0, "error": {"message": str(exc)}})
+            if self._open():
+                self.detail.show({"id": task_id, "status": "?", "createdMs": 0, "error": {"message": str(exc)}})
             return
+        if not self._open():
+            return  # closed meanwhile: the pane is gone
         host = self.state.hosts.get(task.get("connectionId") or "")
         self.detail.show(task, host.label if host else "?", frames)
 
