@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import anyio
 import httpx
 import websockets
 from websockets.asyncio.client import connect
@@ -81,12 +82,14 @@ class DaemonClient:
         if ep is None:
             raise DaemonGone("no daemon is running for this state folder")
         if self._http is None or ep != self._endpoint:
-            if self._http is not None:
-                await self._http.aclose()
+            # Swap first, close after: two workers arriving here at once must not both replace the
+            # client (the one replaced by the other would never be closed).
+            old, self._endpoint = self._http, ep
             self._http = httpx.AsyncClient(
                 base_url=ep.base_url, headers={"Authorization": f"Bearer {ep.token}"}, timeout=10
             )
-            self._endpoint = ep
+            if old is not None:
+                await old.aclose()
         return self._http
 
     async def _call(self, method: str, path: str, **kw: Any) -> Any:
@@ -150,11 +153,18 @@ class DaemonClient:
             async with connect(
                 ep.feed_url, additional_headers={"Authorization": f"Bearer {ep.token}"}, max_size=None, open_timeout=5
             ) as ws:
-                await ws.send(json.dumps(hello))
-                async for text in ws:
-                    message = json.loads(text)
-                    if isinstance(message, dict):
-                        yield message
+                try:
+                    await ws.send(json.dumps(hello))
+                    async for text in ws:
+                        message = json.loads(text)
+                        if isinstance(message, dict):
+                            yield message
+                except (anyio.get_cancelled_exc_class(), GeneratorExit):
+                    # The console is closing (or the feed worker was replaced): drop the socket now.
+                    # A close handshake would wait on a loop that may be about to stop, leaving the
+                    # socket to the garbage collector (found as a ResourceWarning in the tests).
+                    ws.transport.abort()
+                    raise
         except (OSError, websockets.WebSocketException, TimeoutError) as exc:
             raise DaemonGone(f"the feed ended: {exc}") from None
         raise DaemonGone("the feed ended")
