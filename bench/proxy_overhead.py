@@ -42,7 +42,18 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from call_latency import RawClient, client_for, measure
-from harness import FIXTURE, LEGACY, MODERN, ROOT, Daemon, FixtureHttp, modern_meta, stdio_server, wait_until
+from harness import (
+    FIXTURE,
+    LEGACY,
+    MODERN,
+    ROOT,
+    Daemon,
+    FixtureHttp,
+    end_by_eof,
+    modern_meta,
+    stdio_server,
+    wait_until,
+)
 from peers.venvs import peer_python
 
 PEERS = ROOT / "tests" / "peers"
@@ -111,12 +122,7 @@ class SdkClient:
         if self.proc.poll() is None:
             assert self.proc.stdin is not None
             self.proc.stdin.write("quit\n")
-            self.proc.stdin.close()
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+            end_by_eof(self.proc)
 
 
 # ---- raw clients --------------------------------------------------------------------------------
@@ -206,13 +212,7 @@ class StdioClient:
         return time.perf_counter() - started, times
 
     def close(self) -> None:
-        assert self.proc.stdin is not None
-        self.proc.stdin.close()
-        try:
-            self.proc.wait(10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
+        end_by_eof(self.proc)
 
 
 # ---- figures ------------------------------------------------------------------------------------

@@ -7,7 +7,6 @@ config reference from these models, so the two cannot drift.
 from __future__ import annotations
 
 import difflib
-import hashlib
 import json
 import os
 import re
@@ -15,6 +14,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
+
+from .auth import sha256_hex
 
 TaskSupport = Literal["forbidden", "optional", "required"]
 
@@ -159,7 +160,7 @@ class AuthToken(_Strict):
         if self.tokenSha256 is not None:
             return self.tokenSha256.lower()
         assert self.token is not None  # _one_form
-        return hashlib.sha256(self.token.encode("utf-8")).hexdigest()
+        return sha256_hex(self.token)
 
 
 class AuthConfig(_Strict):

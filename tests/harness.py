@@ -197,6 +197,17 @@ class Daemon:
         return check_wire_log(self.wire_log) if self.wire_log.exists() else 0
 
 
+def end_by_eof(proc: subprocess.Popen[Any], timeout: float = 10) -> None:
+    """End a child that exits when its stdin closes (a shim, a peer driver); kill it if it does not."""
+    if proc.stdin is not None:
+        proc.stdin.close()
+    try:
+        proc.wait(timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
 class Closeable(Protocol):
     def close(self) -> None: ...
 

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from harness import LEGACY, MODERN, Daemon, RawHost, modern_meta, stdio_server, wait_until
+from harness import LEGACY, MODERN, Daemon, RawHost, end_by_eof, modern_meta, stdio_server, wait_until
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -207,13 +207,8 @@ class StdioShim:
         self.proc.stdin.flush()
 
     def close(self) -> None:
-        assert self.proc.stdin is not None and self.proc.stdout is not None
-        self.proc.stdin.close()
-        try:
-            self.proc.wait(10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
+        assert self.proc.stdout is not None
+        end_by_eof(self.proc)
         self._reader.join(5)
         self.proc.stdout.close()
 
