@@ -65,7 +65,8 @@ def _slow_tasks(daemon: Daemon, n: int) -> list[str]:
         host.initialize()
         ids = []
         for _ in range(n):
-            frame = host.legacy("tools/call", {"name": "fx__slow", "arguments": {"seconds": 5}, "task": {}}).json()
+            # Long enough to outlive a slow CI machine's dozen CLI runs before the cancel.
+            frame = host.legacy("tools/call", {"name": "fx__slow", "arguments": {"seconds": 120}, "task": {}}).json()
             ids.append(frame["result"]["task"]["taskId"])
         return ids
 
@@ -86,7 +87,7 @@ def test_tasks_ls_show_and_cancel_work_on_real_tasks(start_daemon: Any, tmp_path
     assert ok(d, "tasks", "ls", "--tool", "nothing-like-it").strip() == "no tasks"
 
     shown = ok(d, "tasks", "show", first)
-    assert f"task       {first}" in shown and "status     working" in shown and '{"seconds":5}' in shown
+    assert f"task       {first}" in shown and "status     working" in shown and '{"seconds":120}' in shown
     assert "task.created" in shown  # the timeline
 
     cancelled = mcpx(d, "tasks", "cancel", first, "--by", "carol")
