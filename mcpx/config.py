@@ -105,6 +105,16 @@ class TasksConfig(_Strict):
     maxTtlMs: int = Field(86_400_000, gt=0, description="Largest TTL a host may ask for.")
     pollIntervalMs: int = Field(1000, gt=0, description="Poll interval suggested to hosts.")
     taskAfterMs: int = Field(300, ge=0, description="A modern call still running after this long becomes a task.")
+    maxActivePerOwner: int = Field(
+        1000,
+        gt=0,
+        description="Most unfinished tasks one owner (a legacy session, a connection or a principal) may hold."
+        " Beyond it a legacy `params.task` call or a `required` tool gets error -32600 naming this limit;"
+        " other 2026 calls run inline instead of becoming tasks.",
+    )
+    maxActive: int = Field(
+        10_000, gt=0, description="Most unfinished tasks of all owners together; hit the same way as the per-owner one."
+    )
     requireMcpName: bool = Field(
         True,
         description="2026 `tasks/get|update|cancel` must carry `Mcp-Name: <taskId>` (the extension's MUST)."

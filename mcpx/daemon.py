@@ -35,6 +35,7 @@ from .host.shim_endpoint import ShimEndpoint
 from .host.subscriptions import Hub
 from .operations import Operations
 from .store.sqlite import SqliteStore
+from .tasks.active import ActiveTasks
 from .tasks.engine import TaskEngine
 from .upstream import upstream_tasks
 from .upstream.pool import UpstreamPool, UpstreamServer
@@ -63,6 +64,7 @@ class Daemon:
         self.bus = EventBus()
         store = SqliteStore(state_dir / "mcpx.db", on_commit=self.bus.publish)
         self.engine = TaskEngine(store, events_cap=config.events.maxRows)
+        self.engine.active = ActiveTasks(config.tasks.maxActivePerOwner, config.tasks.maxActive)
         self.registry = ConnectionRegistry(store, config.connections.idleCloseS)
         q = config.questions
         self.broker = Broker(

@@ -74,6 +74,7 @@ class ModernTasks:
                     "This input round is over (answered, expired or unknown): call the tool again without requestState"
                 )
             run, park, slot, detached = entry
+            taskable = run.taskable  # decided when the call began (a task limit may have said no)
             detached.notify = None if taskable else ctx.notify  # progress follows the retry's stream
             responses = jsonrpc.as_object(params.get("inputResponses"))
             for qid, answer in responses.items():
@@ -81,6 +82,11 @@ class ModernTasks:
                     await self.host.broker.answer(qid, answer, f"host:{ctx.conn.record_id}")
             params = {k: v for k, v in params.items() if k not in ("inputResponses", "requestState")}
         else:
+            refused = self.engine.active.refusal(owner_key(ctx)) if taskable else None
+            if refused is not None:
+                if support == "required":
+                    raise refused
+                taskable = False  # at its task limit the owner still gets its answer, inline
             # Tasks carry no progress or log (tasks.md:505); other calls keep their stream.
             detached = RequestContext(
                 ctx.conn,

@@ -77,6 +77,15 @@ class UpstreamUnavailable(McpError):
     code = UPSTREAM_UNAVAILABLE
 
 
+class LimitReached(McpError):
+    """A configured limit refused the request; the message names the limit and its value."""
+
+    code = INVALID_REQUEST
+
+    def __init__(self, limit: str, value: int, detail: str) -> None:
+        super().__init__(f"mcpx limit {limit} ({value}) reached: {detail}", {"limit": limit, "value": value})
+
+
 class HeaderMismatch(McpError):
     code = HEADER_MISMATCH
     http_status = 400

@@ -25,6 +25,7 @@ from ..protocol.errors import INTERNAL_ERROR, McpError, UpstreamError
 from ..protocol.revisions import Era
 from ..store import Store, StoreError
 from . import changes
+from .active import ActiveTasks
 from .inputs import TaskInputs
 from .model import (
     CANCELLED,
@@ -116,6 +117,7 @@ class TaskEngine:
         # completion racing each other leave exactly one terminal status (compare-and-set).
         self._transition = anyio.Lock()
         self.inputs = TaskInputs(self)
+        self.active = ActiveTasks()  # the daemon sets its limits from the config
 
     @property
     def closing(self) -> bool:
@@ -127,6 +129,7 @@ class TaskEngine:
         self.tg = tg
         tg.start_soon(self.store.run_writer)
         for task in await self.store.all_open():
+            self.active.track(task)
             if task.upstream_task_id is None or self.resume is None:
                 error = {"code": INTERNAL_ERROR, "message": RESTARTED}
                 await self._save(task, task.move(FAILED, now_ms(), message=RESTARTED, error=error), by="mcpx")
@@ -148,6 +151,7 @@ class TaskEngine:
         self, before: Task | None, after: Task, *, by: str | None = None, extra: Sequence[Event] = ()
     ) -> None:
         await self.store.put_task(after, [*extra, *changes.transition(before, after, by)])
+        self.active.track(after)
         event = self._changed.pop(after.id, None)
         if event is not None:
             event.set()
@@ -223,7 +227,12 @@ class TaskEngine:
             ttl_ms=ttl_ms,
             poll_ms=poll_ms,
         )
-        await self._save(None, task, by=by)
+        self.active.reserve(owner, task.id)
+        try:
+            await self._save(None, task, by=by)
+        except BaseException:
+            self.active.forget(task.id)
+            raise
         run = Run(task.era)
         run.task_id = task.id
         self._start(run, lambda: call(task))
@@ -427,6 +436,7 @@ class TaskEngine:
                 for task in await self.store.expired(now_ms()):
                     self.stop_work(task.id)
                     await self.store.delete_task(task.id, [changes.expired(task.id, task.connection)])
+                    self.active.forget(task.id)
                     event = self._changed.pop(task.id, None)
                     if event is not None:
                         event.set()
