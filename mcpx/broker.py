@@ -13,6 +13,7 @@ Every change is stored with its `question.*` event.
 
 from __future__ import annotations
 
+import json
 import logging
 import secrets
 import time
@@ -23,7 +24,7 @@ from typing import Any, Literal
 import anyio
 
 from .events import Event, EventBus
-from .protocol.errors import InternalError, McpError, MethodNotFound, UpstreamError
+from .protocol.errors import InternalError, LimitReached, McpError, MethodNotFound, UpstreamError
 from .questions import CAPABILITY_FOR, Action, Question, operator_answer
 from .store import Store, StoreError
 
@@ -51,6 +52,10 @@ class _Waiting:
     error: BaseException | None = None  # what the upstream gets instead of an answer
 
 
+def _json_size(value: object) -> int:
+    return len(json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode())
+
+
 def _now_ms() -> int:
     return int(time.time() * 1000)
 
@@ -64,8 +69,12 @@ class Broker:
         wait_for_operator: WaitPolicy = "attached",
         operator_grace_s: float = 2.0,
         expiry_s: float = DEFAULT_EXPIRY_S,
+        max_pending_per_task: int = 16,
+        max_bytes: int = 256 * 1024,
     ) -> None:
         self.store = store
+        self.max_pending_per_task = max_pending_per_task
+        self.max_bytes = max_bytes  # the largest question (its params) and the largest answer, as JSON
         self.bus = bus or EventBus()
         self.wait_for_operator = wait_for_operator
         self.operator_grace_s = operator_grace_s
@@ -102,6 +111,7 @@ class Broker:
     ) -> dict[str, Any]:
         """Open a question and return the first answer: the host's (if it can be asked), an
         operator's, or the expiry default. Raises what the upstream should get as an error."""
+        self._check_room(method, params, task_id)
         now = _now_ms()
         q = Question(
             qid or secrets.token_urlsafe(12),
@@ -184,11 +194,26 @@ class Broker:
             except Exception:
                 log.debug("question %s: could not tell the host it waits", q.id, exc_info=True)
 
+    def _check_room(self, method: str, params: dict[str, Any], task_id: str | None) -> None:
+        size = _json_size(params)
+        if size > self.max_bytes:
+            raise LimitReached("questions.maxBytes", self.max_bytes, f"the upstream's {method} is {size} bytes")
+        if task_id is not None:
+            pending = sum(1 for w in self._open.values() if w.question.task_id == task_id)
+            if pending >= self.max_pending_per_task:
+                raise LimitReached(
+                    "questions.maxPendingPerTask", self.max_pending_per_task, f"task {task_id} has that many open"
+                )
+
     async def answer(self, qid: str, answer: dict[str, Any], by: str) -> bool:
-        """First answer wins; later ones (and unknown ids) are ignored. True when it was taken."""
+        """First answer wins; later ones (and unknown ids) are ignored. True when it was taken.
+        An answer larger than `max_bytes` is refused (LimitReached) and the question stays open."""
         waiting = self._open.get(qid)
         if waiting is None or waiting.question.status != "open":
             return False
+        size = _json_size(answer)
+        if size > self.max_bytes:
+            raise LimitReached("questions.maxBytes", self.max_bytes, f"this answer is {size} bytes", http_status=413)
         with anyio.CancelScope(shield=True):  # the row is written before anyone is woken
             await self._settle(waiting.question, answer, None, by)
         waiting.done.set()

@@ -134,6 +134,16 @@ class QuestionsConfig(_Strict):
         2000, ge=0, description="With `attached`: how long a question waits for an operator to attach."
     )
     expiryMs: int = Field(600_000, gt=0, description="An unanswered question expires after this long.")
+    maxPendingPerTask: int = Field(
+        16, gt=0, description="Most open questions one task may have; the upstream's next one gets -32600 naming this."
+    )
+    maxBytes: int = Field(
+        256 * 1024,
+        gt=0,
+        description="Largest question (its params) and largest answer, as JSON bytes: a larger question is refused"
+        " to the upstream (-32600), a larger answer to whoever sent it (-32600, HTTP 413 on /v1) and the question"
+        " stays open.",
+    )
 
 
 class ConnectionsConfig(_Strict):

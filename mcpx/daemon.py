@@ -73,6 +73,8 @@ class Daemon:
             wait_for_operator=q.waitForOperator,
             operator_grace_s=q.operatorGraceMs / 1000,
             expiry_s=q.expiryMs / 1000,
+            max_pending_per_task=q.maxPendingPerTask,
+            max_bytes=q.maxBytes,
         )
         self.dispatcher = Dispatcher(config, self.pool, self.hub, self.engine, self.broker)
         # Tasks whose upstream call was itself a task resume polling it after a restart.

@@ -3,10 +3,12 @@ loses nothing already accepted."""
 
 from __future__ import annotations
 
+import json
+import sys
 from pathlib import Path
 from typing import Any
 
-from harness import RawHost, stdio_server, wait_until
+from harness import ROOT, Api, RawHost, operator_attached, reply_of, stdio_server, wait_until
 
 EXT = {"io.modelcontextprotocol/clientCapabilities": {"extensions": {"io.modelcontextprotocol/tasks": {}}}}
 
@@ -58,3 +60,43 @@ def test_active_task_limits_per_owner_and_in_total(start_daemon: Any, tmp_path: 
         assert "result" in alice.legacy("tasks/cancel", {"taskId": first}).json()
         again = wait_until(lambda: "result" in (r := _legacy_task(alice)) and r, 10, "a freed place")
         assert again["result"]["task"]["status"] == "working"
+
+
+def test_question_and_answer_sizes_are_capped_by_questions_max_bytes(start_daemon: Any) -> None:
+    server = ROOT / "tests" / "conformance" / "server.py"
+    d = start_daemon(
+        {
+            "mcpServers": {
+                "up": {
+                    "command": sys.executable,
+                    "args": [str(server), "stdio", "--legacy-only"],
+                    "mcpx": {"passthrough": True, "tools": {"test_elicitation": {"taskSupport": "optional"}}},
+                }
+            },
+            "questions": {"maxBytes": 1500},
+        }
+    )
+    with RawHost(d.url) as host, Api(d) as api:
+        host.initialize()  # no elicitation: an operator answers
+        feed = operator_attached(d, "olga")
+        try:
+            args = {"name": "test_elicitation", "arguments": {"message": "Who?"}, "task": {}}
+            tid = host.legacy("tools/call", args).json()["result"]["task"]["taskId"]
+            [q] = wait_until(lambda: api.open_questions(), 15, "the question")
+            huge = api.answer(q["id"], by="olga", content={"username": "a" * 2000, "email": "a@example.com"})
+            assert huge.status_code == 413 and "questions.maxBytes (1500)" in huge.json()["error"], huge.text
+            assert [o["id"] for o in api.open_questions()] == [q["id"]]  # still open: nothing lost
+            fine = api.answer(q["id"], by="olga", content={"username": "ada", "email": "ada@example.com"})
+            assert fine.status_code == 200, fine.text
+            done = reply_of(host.legacy("tasks/result", {"taskId": tid}))["result"]
+            assert '"username": "ada"' in done["content"][0]["text"]
+
+            # A question larger than the limit never opens; the upstream is told which limit refused it.
+            args = {"name": "test_elicitation", "arguments": {"message": "x" * 3000}, "task": {}}
+            tid = host.legacy("tools/call", args).json()["result"]["task"]["taskId"]
+            ended = reply_of(host.legacy("tasks/result", {"taskId": tid}))
+            text = json.dumps(ended)
+            assert "questions.maxBytes (1500)" in text, ended
+            assert api.open_questions() == []
+        finally:
+            feed.close()

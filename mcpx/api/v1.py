@@ -18,6 +18,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from .. import __version__
 from ..events import EventKind
 from ..operations import CURSOR_PATTERN, Conflict, NotFound, Operations
+from ..protocol.errors import LimitReached
 from ..questions import AnswerError, QuestionStatus
 from . import models
 from .origin import origin_allowed
@@ -30,6 +31,9 @@ ERRORS: dict[int | str, dict[str, Any]] = {
 }
 NOT_FOUND: dict[int | str, dict[str, Any]] = {404: {"model": models.ErrorBody, "description": "No such thing."}}
 CONFLICT: dict[int | str, dict[str, Any]] = {409: {"model": models.ErrorBody, "description": "Too late: already done."}}
+TOO_LARGE: dict[int | str, dict[str, Any]] = {
+    413: {"model": models.ErrorBody, "description": "An answer over `questions.maxBytes`."}
+}
 SEQ_MAX = 2**63 - 1  # SQLite's largest integer
 _bearer = HTTPBearer(auto_error=False, description="The token in the daemon's state folder (`token`, mode 0600).")
 StatusFn = Callable[[], Awaitable[dict[str, Any]]]
@@ -143,7 +147,7 @@ def build(ops: Operations, token: str, status: StatusFn, allowed_origins: list[s
     @app.post(
         "/v1/tasks/{task_id}/input",
         response_model=models.InputOutcome,
-        responses=NOT_FOUND,
+        responses={**NOT_FOUND, **TOO_LARGE},
         summary="Answer a task's input requests (either era), as a 2026 host's tasks/update would",
     )
     async def task_input(task_id: Annotated[str, Path()], body: models.InputBody) -> Any:
@@ -151,6 +155,8 @@ def build(ops: Operations, token: str, status: StatusFn, allowed_origins: list[s
             return await ops.task_input(task_id, body.inputResponses, by_of(body.by))
         except NotFound as exc:
             raise HTTPException(404, str(exc)) from None
+        except LimitReached as exc:
+            raise HTTPException(413, exc.message) from None
         except AnswerError as exc:
             return _unfit(exc)
 
@@ -177,7 +183,7 @@ def build(ops: Operations, token: str, status: StatusFn, allowed_origins: list[s
     @app.post(
         "/v1/questions/{question_id}/answer",
         response_model=models.Question,
-        responses={**NOT_FOUND, **CONFLICT},
+        responses={**NOT_FOUND, **CONFLICT, **TOO_LARGE},
         summary="Answer a question (checked against what it asks)",
     )
     async def answer_question(question_id: Annotated[str, Path()], body: models.AnswerBody) -> Any:
@@ -187,6 +193,8 @@ def build(ops: Operations, token: str, status: StatusFn, allowed_origins: list[s
             raise HTTPException(404, str(exc)) from None
         except Conflict as exc:
             raise HTTPException(409, str(exc)) from None
+        except LimitReached as exc:
+            raise HTTPException(413, exc.message) from None
         except AnswerError as exc:
             return _unfit(exc)
         return q.wire()

@@ -82,8 +82,9 @@ class LimitReached(McpError):
 
     code = INVALID_REQUEST
 
-    def __init__(self, limit: str, value: int, detail: str) -> None:
-        super().__init__(f"mcpx limit {limit} ({value}) reached: {detail}", {"limit": limit, "value": value})
+    def __init__(self, limit: str, value: int, detail: str, *, http_status: int | None = None) -> None:
+        message = f"mcpx limit {limit} ({value}) reached: {detail}"
+        super().__init__(message, {"limit": limit, "value": value}, http_status=http_status)
 
 
 class HeaderMismatch(McpError):

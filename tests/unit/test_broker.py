@@ -16,7 +16,7 @@ from anyio.abc import TaskGroup
 
 from mcpx.broker import Broker, NotOpen, UnknownQuestion
 from mcpx.events import EventBus, StoredEvent, Subscriber
-from mcpx.protocol.errors import InternalError, MethodNotFound, UpstreamError
+from mcpx.protocol.errors import InternalError, LimitReached, MethodNotFound, UpstreamError
 from mcpx.questions import USER_REJECTED, AnswerError, Question
 from mcpx.store import StoreError
 from mcpx.store.sqlite import SqliteStore
@@ -463,3 +463,46 @@ async def test_an_ask_cancelled_while_its_row_is_written_leaves_no_open_question
             await broker.answer_as_operator(row.id, "decline", by="operator:ann")
     assert row.status == "expired" and row.reason == "the call ended"
     assert snapshot.questions == []  # the feed's snapshot shows no ghost either
+
+
+# ---- limits --------------------------------------------------------------------------------
+
+
+async def test_a_question_over_max_bytes_is_refused_to_the_upstream_naming_the_limit(tmp_path: Path) -> None:
+    big = {**FORM, "message": "x" * 2000}
+    async with brokered(tmp_path / "mcpx.db", max_bytes=1000) as (broker, watch), anyio.create_task_group() as tg:
+        out = await ask(tg, broker, params=big).wait()
+    assert isinstance(out.error, LimitReached) and "questions.maxBytes (1000)" in out.error.message
+    assert out.error.to_error()["data"] == {"limit": "questions.maxBytes", "value": 1000}
+    assert broker.open_questions() == [] and watch.drain() == []  # nothing was opened
+
+
+async def test_a_task_has_at_most_max_pending_questions_open(tmp_path: Path) -> None:
+    async with (
+        brokered(tmp_path / "mcpx.db", max_pending_per_task=2) as (broker, watch),
+        anyio.create_task_group() as tg,
+    ):
+        first, second = ask(tg, broker), ask(tg, broker)
+        await opened_question(watch, broker)
+        await opened_question(watch, broker)
+        third = await ask(tg, broker).wait()
+        assert isinstance(third.error, LimitReached) and "questions.maxPendingPerTask (2)" in third.error.message
+        other = ask(tg, broker, task_id="t2")  # another task is not held back
+        q_other = await opened_question(watch, broker)
+        assert q_other.task_id == "t2"
+        for q in broker.open_questions():
+            await broker.answer(q.id, ACCEPT, "operator:ann")
+        for out in (first, second, other):
+            assert (await out.wait()).answer == ACCEPT
+
+
+async def test_an_answer_over_max_bytes_is_refused_and_the_question_stays_open(tmp_path: Path) -> None:
+    async with brokered(tmp_path / "mcpx.db", max_bytes=500) as (broker, watch), anyio.create_task_group() as tg:
+        out = ask(tg, broker)
+        q = await opened_question(watch, broker)
+        with pytest.raises(LimitReached) as refused:
+            await broker.answer_as_operator(q.id, "accept", content={"name": "A" * 600}, by="operator:ann")
+        assert refused.value.http_status == 413 and "this answer is" in refused.value.message
+        assert q.status == "open" and (await stored(broker, q.id)).status == "open"
+        await broker.answer_as_operator(q.id, "accept", content={"name": "Ann"}, by="operator:ann")
+        assert (await out.wait()).answer == ACCEPT
