@@ -52,8 +52,12 @@ async def test_ten_thousand_tasks_and_200_events_a_second_are_all_applied_and_sh
         table = app.table
         await until(pilot, lambda: table.row_count >= TASKS, "the snapshot's 10,000 rows in the table")
         assert table.stats.rebuilds == 1  # the snapshot's; the hosts pane picking "all" again redid nothing
+        # A row for every snapshot task (no paging) but those the stream, already running, has
+        # since expired: on a slow machine some go before the table is filled.
         snapshot_ids = {t["id"] for t in backend.snapshot["tasks"]}
-        assert snapshot_ids <= set(table.shown())  # a row for every task: no paging
+        still_there = snapshot_ids & backend.truth.keys()
+        assert len(still_there) >= TASKS - backend.sent["task.expired"]
+        assert still_there <= set(table.shown())
 
         # Keys while the stream runs: the cursor moves, the filter applies.
         await until(pilot, lambda: backend.events_sent >= 100, "the stream under way")
