@@ -150,6 +150,15 @@ class ConnectionsConfig(_Strict):
     idleCloseS: float = Field(
         600.0, gt=0, description="A stateless 2026 host with no request for this long is shown as closed."
     )
+    maxRequestsPerSecond: float = Field(
+        1000,
+        gt=0,
+        description="Requests one host connection may send per second, on average (a token bucket); beyond it"
+        " HTTP 429 with Retry-After (stdio: error -32600), naming this limit.",
+    )
+    requestBurst: int = Field(
+        2000, gt=0, description="Requests a connection may send at once before that rate applies."
+    )
 
 
 class EventsConfig(_Strict):

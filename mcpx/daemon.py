@@ -82,7 +82,12 @@ class Daemon:
         for server in self.pool.servers.values():
             server.on_change = self._on_change
             server.on_resource_updated = self._on_resource_updated
-        self.router = HostRouter(self.dispatcher, self.registry)
+        self.router = HostRouter(
+            self.dispatcher,
+            self.registry,
+            rate=config.connections.maxRequestsPerSecond,
+            burst=config.connections.requestBurst,
+        )
         tokens = TokenTable((t.digest, t.principal) for t in (config.auth.tokens if config.auth else []))
         self.endpoint = McpEndpoint(
             self.router,

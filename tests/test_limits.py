@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -100,3 +101,32 @@ def test_question_and_answer_sizes_are_capped_by_questions_max_bytes(start_daemo
             assert api.open_questions() == []
         finally:
             feed.close()
+
+
+def test_a_connection_over_its_request_rate_gets_429_with_retry_after(start_daemon: Any, tmp_path: Path) -> None:
+    d = start_daemon(
+        {
+            "mcpServers": {"fx": stdio_server(tmp_path)},
+            "connections": {"maxRequestsPerSecond": 4, "requestBurst": 6},
+        }
+    )
+    with RawHost(d.url) as legacy_host, RawHost(d.url) as modern_host:
+        legacy_host.initialize()
+        for host, send in (
+            (legacy_host, lambda h: h.legacy("tools/list", {})),
+            (modern_host, lambda h: h.modern("tools/list", {})),
+        ):
+            replies = [send(host) for _ in range(20)]
+            codes = [r.status_code for r in replies]
+            assert codes[:5] == [200] * 5 and 429 in codes, codes  # the burst, then the rate
+            refused = next(r for r in replies if r.status_code == 429)
+            assert refused.headers["retry-after"] == "1"
+            err = refused.json()["error"]
+            assert err["code"] == -32600 and "connections.maxRequestsPerSecond (4)" in err["message"]
+            assert err["data"] == {"limit": "connections.maxRequestsPerSecond", "value": 4}
+            time.sleep(0.6)  # two tokens come back
+            assert send(host).status_code == 200
+        # The budget is per connection: a new session starts with a full one.
+        with RawHost(d.url) as other:
+            other.initialize()
+            assert [other.legacy("tools/list", {}).status_code for _ in range(5)] == [200] * 5

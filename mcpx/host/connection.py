@@ -14,6 +14,7 @@ import anyio
 from ..connections import ConnectionKind, ConnectionRecord, new_connection_id
 from ..protocol.jsonrpc import Id
 from ..protocol.revisions import Era
+from ..ratelimit import TokenBucket
 
 if TYPE_CHECKING:
     from .parking import Park
@@ -47,6 +48,7 @@ class HostConnection:
     # Requests mcpx sent to this (legacy) host, waiting for its response.
     awaiting: dict[str, _Reply] = field(default_factory=dict)
     _ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
+    bucket: TokenBucket | None = None  # its request budget, made on its first request (router.py)
 
     def attach(self, send: Send | None) -> None:
         """Set (or clear) the session-level channel, waking whoever waits for one to open."""

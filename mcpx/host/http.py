@@ -7,6 +7,7 @@ a protocol version is stateless 2026-07-28; anything else must belong to a known
 from __future__ import annotations
 
 import logging
+import math
 import secrets
 from collections import OrderedDict
 from typing import Any
@@ -209,6 +210,11 @@ class McpEndpoint:
                 )
                 return await _json(send, 400, emit(conn.revision, msg.method, err))
             ctx = self.router.legacy_context(conn, msg.params, None)
+        refused = self.router.over_budget(conn)
+        if refused is not None:
+            retry = str(max(1, math.ceil(refused.retry_after_s))).encode()  # whole seconds (RFC 9110)
+            frame = emit(ctx.revision, msg.method, jsonrpc.error_from(msg.id, refused))
+            return await _json(send, 429, frame, [(b"retry-after", retry)])
         await self._run(ctx, msg, headers, receive, send)
 
     async def _initialize(self, msg: jsonrpc.Message, peer: str | None, principal: str | None, send: AsgiSend) -> None:

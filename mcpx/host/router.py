@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import math
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -16,6 +17,7 @@ from ..connections import ConnectionKind, ConnectionRegistry
 from ..protocol import jsonrpc, legacy, modern
 from ..protocol.errors import InvalidRequest, McpError
 from ..protocol.revisions import LEGACY_LATEST, META_CLIENT_INFO, META_LOG_LEVEL, MODERN
+from ..ratelimit import RateLimited, TokenBucket, refusal
 from .connection import HostConnection, RequestContext, Send
 from .dispatch import INSTRUCTIONS, SERVER_INFO, Dispatcher
 
@@ -41,11 +43,24 @@ class Call:
 
 
 class HostRouter:
-    def __init__(self, dispatcher: Dispatcher, registry: ConnectionRegistry) -> None:
+    def __init__(
+        self, dispatcher: Dispatcher, registry: ConnectionRegistry, *, rate: float = 1000, burst: int = 2000
+    ) -> None:
+        self.rate = rate  # connections.maxRequestsPerSecond
+        self.burst = burst
         self.dispatcher = dispatcher
         self.registry = registry
         self.tg: TaskGroup | None = None
         self.connections: dict[str, HostConnection] = {}
+
+    def over_budget(self, conn: HostConnection) -> RateLimited | None:
+        """The refusal for a request beyond the connection's rate, or None when it may go."""
+        now = time.monotonic()
+        bucket = conn.bucket
+        if bucket is None:
+            bucket = conn.bucket = TokenBucket(self.rate, self.burst, now)
+        wait = bucket.take(now)
+        return refusal(self.rate, wait) if wait else None
 
     # ---- connections ---------------------------------------------------------------------
     async def open(self, conn: HostConnection, kind: ConnectionKind, key: str | None = None) -> HostConnection:

@@ -93,6 +93,10 @@ class ShimEndpoint:
             rev = MODERN if is_modern(msg.params) else (conn.revision or LEGACY_LATEST)
             await write(emit(rev, msg.method, jsonrpc.error_from(msg.id, exc)))
             return
+        refused = self.router.over_budget(conn)
+        if refused is not None:
+            await write(emit(ctx.revision, msg.method, jsonrpc.error_from(msg.id, refused)))
+            return
         call = self.router.start(ctx, msg)
         tg.start_soon(self._deliver, call, write)
 
