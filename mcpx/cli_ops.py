@@ -12,6 +12,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import anyio
+
 from . import cli_format as fmt
 from . import state
 from .cli_client import EXIT_ERROR, EXIT_OK, EXIT_WAITING, Api, ApiError, CliError, running_daemon
@@ -165,15 +167,28 @@ def _gone(pid: int) -> bool:
     return stat.rsplit(")", 1)[-1].split()[0] == "Z"
 
 
+def _stop_orphan_keepers(folder: Path) -> None:
+    """Keepers a crashed daemon left (they would end after their grace period anyway)."""
+    from .upstream import keeper_transport, keeper_wire
+
+    records = keeper_wire.all_records(folder / keeper_wire.FOLDER)
+    for record in records:
+        anyio.run(keeper_transport.retire, folder / keeper_wire.FOLDER, record)
+    if records:
+        print(f"mcpx: stopped {len(records)} upstream keeper(s) left by a daemon that is gone")
+
+
 def cmd_stop(args: argparse.Namespace) -> int:
     folder = state_dir(args.state_dir)
     info = running_daemon(folder)
     if info is None or _gone(int(info["pid"])):
         print(f"mcpx: no daemon running for {folder}")
+        if not args.keep_upstreams:
+            _stop_orphan_keepers(folder)
         return EXIT_OK
     pid = int(info["pid"])
     try:
-        os.kill(pid, signal.SIGTERM)
+        os.kill(pid, signal.SIGUSR1 if args.keep_upstreams else signal.SIGTERM)
     except ProcessLookupError:
         print(f"mcpx: no daemon running for {folder}")
         return EXIT_OK
@@ -262,6 +277,11 @@ def add_audit_parser(sub: Any) -> None:
 def add_stop_parser(sub: Any) -> None:
     s = sub.add_parser("stop", help="stop the running daemon (SIGTERM, then wait)", **epilog(STOP_EPILOG))
     s.add_argument("--timeout", type=float, default=15.0, metavar="S", help="seconds to wait (default 15)")
+    s.add_argument(
+        "--keep-upstreams",
+        action="store_true",
+        help="leave the stdio upstreams (and the calls they run) to the next daemon, as for an upgrade",
+    )
     base_options(s, json_flag=False)
     s.set_defaults(func=cmd_stop)
 
@@ -285,7 +305,11 @@ The cancel is written to the audit log as operator:NAME.
 exit codes: 0 cancelled, 1 error (no such task; it already ended: HTTP 409; daemon not running)
 """
 STOP_EPILOG = """\
-Sends SIGTERM to the pid in <state>/daemon.json and waits until the process is gone.
+Sends SIGTERM to the pid in <state>/daemon.json and waits until the process is gone; the daemon
+stops its upstreams, keepers included. With --keep-upstreams it sends SIGUSR1 instead: the daemon
+stops but its stdio upstreams' keepers stay (for the keepers' grace period, config keepers.graceS),
+so a daemon started next carries on their sessions and collects the calls they were running.
+With no daemon running, keepers a crashed daemon left are stopped (not with --keep-upstreams).
 exit codes: 0 stopped, or no daemon was running (it says so); 1 it did not stop within --timeout
 """
 TASKS_LS_EPILOG = """\

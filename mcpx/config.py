@@ -161,6 +161,23 @@ class ConnectionsConfig(_Strict):
     )
 
 
+class KeepersConfig(_Strict):
+    enabled: bool = Field(
+        True,
+        description="Run each stdio upstream under a keeper process, so it and its calls outlive a daemon"
+        " restart (false: the server is the daemon's own child and dies with it).",
+    )
+    graceS: float = Field(
+        60.0, gt=0, description="A keeper whose daemon has not come back within this long stops its server."
+    )
+    bufferBytes: int = Field(
+        16 * 1024 * 1024,
+        gt=0,
+        description="What a keeper holds of its server's output while no daemon is connected; beyond it lines"
+        " are dropped and the next daemon fails the calls they answered.",
+    )
+
+
 class EventsConfig(_Strict):
     maxRows: int = Field(200_000, gt=0, description="Cap on the event log (the audit log): older events are dropped.")
 
@@ -210,6 +227,9 @@ class Config(BaseModel):
     questions: QuestionsConfig = Field(default_factory=QuestionsConfig, description="Questions upstreams ask.")
     connections: ConnectionsConfig = Field(default_factory=ConnectionsConfig, description="The connection registry.")
     events: EventsConfig = Field(default_factory=EventsConfig, description="The event log.")
+    keepers: KeepersConfig = Field(
+        default_factory=KeepersConfig, description="Keeper processes that keep stdio upstreams across restarts."
+    )
 
     @model_validator(mode="after")
     def _unique_names(self) -> Config:

@@ -16,6 +16,7 @@ from .config import (
     ConnectionsConfig,
     DaemonConfig,
     EventsConfig,
+    KeepersConfig,
     McpxServerOptions,
     QuestionsConfig,
     ServerConfig,
@@ -33,6 +34,7 @@ SECTIONS: list[tuple[str, type[BaseModel]]] = [
     ("`questions`", QuestionsConfig),
     ("`connections`", ConnectionsConfig),
     ("`events`", EventsConfig),
+    ("`keepers`", KeepersConfig),
     ("`auth`", AuthConfig),
     ("`auth.tokens[]`", AuthToken),
 ]

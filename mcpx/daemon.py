@@ -37,7 +37,7 @@ from .operations import Operations
 from .store.sqlite import SqliteStore
 from .tasks.active import ActiveTasks
 from .tasks.engine import TaskEngine
-from .upstream import upstream_tasks
+from .upstream import reclaim, upstream_tasks
 from .upstream.pool import UpstreamPool, UpstreamServer
 
 log = logging.getLogger("mcpx.daemon")
@@ -59,7 +59,7 @@ class Daemon:
         self.state_dir = state_dir
         self.port = config.daemon.port if port is None else port
         self.started = time.time()
-        self.pool = UpstreamPool(config, state_dir / "logs")
+        self.pool = UpstreamPool(config, state_dir / "logs", state_dir / "keepers")
         self.hub = Hub()
         self.bus = EventBus()
         store = SqliteStore(state_dir / "mcpx.db", on_commit=self.bus.publish)
@@ -79,6 +79,8 @@ class Daemon:
         self.dispatcher = Dispatcher(config, self.pool, self.hub, self.engine, self.broker)
         # Tasks whose upstream call was itself a task resume polling it after a restart.
         self.engine.resume = upstream_tasks.resumer(self.pool, self.engine)
+        # And plain calls to stdio servers kept across the restart collect their replies.
+        self.engine.reclaim = reclaim.reclaimer(self.pool)
         for server in self.pool.servers.values():
             server.on_change = self._on_change
             server.on_resource_updated = self._on_resource_updated
@@ -235,9 +237,13 @@ class Daemon:
             lock.close()
 
     async def _signals(self, server: _Server) -> None:
-        with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+        with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM, signal.SIGUSR1) as signals:
             async for sig in signals:
-                log.info("signal %s: shutting down", signal.Signals(sig).name)
+                if sig == signal.SIGUSR1:  # `mcpx stop --keep-upstreams`: an upgrade or a planned restart
+                    log.info("signal SIGUSR1: shutting down, leaving the stdio upstreams to the next daemon")
+                    self.pool.detach()
+                else:
+                    log.info("signal %s: shutting down", signal.Signals(sig).name)
                 if server.should_exit:
                     server.force_exit = True
                 server.should_exit = True

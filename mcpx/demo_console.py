@@ -116,6 +116,7 @@ def start_demo() -> DemoRun:
         daemon = _spawn(daemon_args, env, folder / "daemon.log")
         run = DemoRun(folder, daemon, _wait_for_info(daemon, folder))
         hosts_args = ["-m", "mcpx.demo_hosts", "--url", run.url, "--state-dir", str(folder), "--reap-on-orphan"]
+        hosts_args += ["--parent", str(os.getpid())]
         run.hosts = _spawn(hosts_args, env, folder / "hosts.log")
     except BaseException:
         if run is not None:

@@ -288,10 +288,17 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="when the parent dies, also stop the demo's daemon and remove the state folder (start_demo's run)",
     )
+    parser.add_argument(
+        "--parent",
+        type=int,
+        default=None,
+        help="the pid whose death ends the hosts (default: the parent at start; given by start_demo, so a"
+        " parent that died while the hosts were starting is noticed too)",
+    )
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", stream=sys.stderr)
     logging.getLogger("httpx").setLevel(logging.WARNING)  # a line per poll would drown the calls
-    orphaned = anyio.run(run, args.url, args.state_dir, os.getppid())
+    orphaned = anyio.run(run, args.url, args.state_dir, args.parent or os.getppid())
     if orphaned and args.reap_on_orphan:
         from .demo_console import reap_orphaned
 

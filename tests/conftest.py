@@ -52,6 +52,7 @@ def start_daemon(tmp_path: Path) -> Iterator[Callable[..., Daemon]]:
     yield start
     for d in started:
         d.stop()
+        d.kill_keepers()
     for d in started:
         d.check_wire()
 

@@ -193,8 +193,43 @@ class Daemon:
             self.proc.wait()
             raise AssertionError("daemon did not stop within 20 s of SIGTERM") from None
 
+    def left_keepers(self) -> list[int]:
+        """Pids of keepers and kept servers still alive for this state folder."""
+        from mcpx.upstream import keeper_wire
+
+        pids = []
+        for record in keeper_wire.all_records(self.state_dir / keeper_wire.FOLDER):
+            pids += [pid for pid in (record.keeper_pid, record.server_pid) if keeper_wire.alive(pid)]
+        return pids
+
+    def kill_keepers(self) -> None:
+        """Teardown: a daemon a test SIGKILLed leaves its keepers for their grace period; end them now."""
+        from mcpx.upstream import keeper_wire
+
+        for record in keeper_wire.all_records(self.state_dir / keeper_wire.FOLDER):
+            for pid, kill in ((record.keeper_pid, os.kill), (record.server_pid, os.killpg)):
+                if keeper_wire.alive(pid):
+                    try:
+                        kill(pid, signal.SIGKILL)
+                    except OSError:
+                        pass
+
     def check_wire(self) -> int:
         return check_wire_log(self.wire_log) if self.wire_log.exists() else 0
+
+
+def run_for_module(daemon: Daemon) -> Iterator[Daemon]:
+    """A module-scoped fixture's body: start `daemon`, hand it out, and when the module is done
+    check that it survived, stop it and schema-check its wire log."""
+    try:
+        daemon.start()
+        yield daemon
+        # Whatever the tests threw at it, the daemon must still be up when the module ends.
+        assert daemon.proc is not None and daemon.proc.poll() is None, f"daemon died: {daemon.stderr()}"
+    finally:
+        daemon.stop()
+        daemon.kill_keepers()
+    daemon.check_wire()
 
 
 def end_by_eof(proc: subprocess.Popen[Any], timeout: float = 10) -> None:

@@ -75,6 +75,11 @@ def _demo_processes(folder: Path) -> list[str]:
     return found
 
 
+def _all_up(folder: Path) -> bool:
+    found = _demo_processes(folder)
+    return any("mcpx serve" in p for p in found) and len(found) >= 5
+
+
 def test_three_hosts_of_three_kinds_have_tasks_within_15_s(demo: DemoRun, api: DemoApi) -> None:
     def owners() -> set[str] | None:
         kinds = {c["id"]: c["kind"] for c in api.get("/v1/connections")["connections"]}
@@ -135,8 +140,9 @@ def test_stop_leaves_no_process_and_no_folder() -> None:
     run = start_demo()
     startup = time.monotonic() - started
     try:
-        # Everything is up: daemon, two upstreams, the hosts, and the shim of the stdio host.
-        wait_until(lambda: len(_demo_processes(run.state_dir)) >= 5, 15, "the demo's processes")
+        # Everything is up: daemon, two upstreams (and their keepers), the hosts, and the shim of
+        # the stdio host (started once the hosts listen for SIGTERM).
+        wait_until(lambda: _all_up(run.state_dir), 15, "the demo's processes")
         assert startup < 10 * UNIT, f"start_demo() took {startup:.1f} s"
     finally:
         run.stop()
@@ -154,7 +160,7 @@ def test_a_demo_whose_console_dies_ends_with_it() -> None:
         try:
             assert console.stdout is not None
             folder = Path(console.stdout.readline().strip())
-            wait_until(lambda: len(_demo_processes(folder)) >= 5, 15, "the demo's processes")
+            wait_until(lambda: _all_up(folder), 15, "the demo's processes")
         finally:
             console.kill()
     wait_until(lambda: not _demo_processes(folder) and not folder.exists(), 15, "the orphaned demo to end")

@@ -180,7 +180,12 @@ def test_a_resumed_subscriber_is_told_it_is_caught_up_at_once(start_daemon: Any,
     first.close()
     resumed = FeedClient(d, since=seq - 1)
     wait_until(lambda: any(m["type"] == "heartbeat" for m in resumed.messages), 3, "the caught-up heartbeat")
-    kinds = [m["type"] for m in resumed.messages]
-    assert kinds[-1] == "heartbeat" and kinds.count("event") == 1, kinds  # the one stored event, then live
-    assert resumed.messages[-1]["seq"] == seq and len(ids) == 2
+    messages = list(resumed.messages)
+    beat = next(i for i, m in enumerate(messages) if m["type"] == "heartbeat")
+    # The stored events from `since` on (the one at `seq`, and any a finishing task wrote since the
+    # snapshot), then at once the heartbeat naming the newest of them.
+    caught_up = messages[:beat]
+    assert [m["type"] for m in caught_up] == ["event"] * len(caught_up) and caught_up, messages
+    assert [m["seq"] for m in caught_up] == list(range(seq, seq + len(caught_up))), messages
+    assert messages[beat]["seq"] == caught_up[-1]["seq"] and len(ids) == 2
     resumed.close()

@@ -15,7 +15,18 @@ from typing import Any
 
 import httpx
 import pytest
-from harness import LEGACY, MODERN, Api, Daemon, RawHost, modern_meta, read_jsonl, reply_of, stdio_server
+from harness import (
+    LEGACY,
+    MODERN,
+    Api,
+    Daemon,
+    RawHost,
+    modern_meta,
+    read_jsonl,
+    reply_of,
+    run_for_module,
+    stdio_server,
+)
 
 ORIGIN_OK = "https://app.example"
 MAX_BODY = 2048
@@ -25,18 +36,6 @@ BOB_SHA256 = hashlib.sha256(BOB_TOKEN.encode()).hexdigest()
 SERVER_INFO_KEY = "io.modelcontextprotocol/serverInfo"
 
 
-def _start(tmp: Path, config: dict[str, Any]) -> Iterator[Daemon]:
-    d = Daemon(tmp, config)
-    try:
-        d.start()
-        yield d
-        # Whatever the tests threw at it, the daemon must still be up when the module ends.
-        assert d.proc is not None and d.proc.poll() is None, f"daemon died: {d.stderr()}"
-    finally:
-        d.stop()
-    d.check_wire()
-
-
 @pytest.fixture(scope="module")
 def daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Daemon]:
     tmp = tmp_path_factory.mktemp("http-errors")
@@ -44,7 +43,7 @@ def daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Daemon]:
         "daemon": {"maxBodyBytes": MAX_BODY, "allowedOrigins": [ORIGIN_OK]},
         "mcpServers": {"fx": stdio_server(tmp)},
     }
-    yield from _start(tmp, config)
+    yield from run_for_module(Daemon(tmp, config))
 
 
 @pytest.fixture(scope="module")
@@ -52,7 +51,7 @@ def auth_daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Daemon]:
     tmp = tmp_path_factory.mktemp("http-errors-auth")
     tokens = [{"principal": "alice", "token": TOKEN}, {"principal": "bob", "tokenSha256": BOB_SHA256.upper()}]
     config = {"auth": {"tokens": tokens}, "mcpServers": {"fx": stdio_server(tmp)}}
-    yield from _start(tmp, config)
+    yield from run_for_module(Daemon(tmp, config))
 
 
 @pytest.fixture

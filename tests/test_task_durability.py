@@ -7,6 +7,7 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
+import pytest
 from harness import RawHost, read_jsonl, reply_of, stdio_server, wait_until
 
 
@@ -15,10 +16,16 @@ def _task(host: RawHost, name: str, args: dict[str, Any]) -> str:
     return frame["result"]["task"]["taskId"]
 
 
+@pytest.mark.parametrize("kept", [True, False], ids=["keepers", "no-keepers"])
 def test_sigkill_mid_task_then_restart_answers_every_handed_out_id(
-    start_daemon: Any, tmp_path: Path, raw_host: Any
+    start_daemon: Any, tmp_path: Path, raw_host: Any, kept: bool
 ) -> None:
-    d = start_daemon({"mcpServers": {"fx": stdio_server(tmp_path)}}, name="durable")
+    """With keepers (the default) the stdio server outlives the daemon, and the plain call a task
+    was running completes after the restart with its own result; without them it fails honestly."""
+    config: dict[str, Any] = {"mcpServers": {"fx": stdio_server(tmp_path)}}
+    if not kept:
+        config["keepers"] = {"enabled": False}
+    d = start_daemon(config, name="durable")
     host = raw_host(d.url)
     host.initialize()
     done = _task(host, "fx__echo", {"text": "kept"})
@@ -31,7 +38,8 @@ def test_sigkill_mid_task_then_restart_answers_every_handed_out_id(
         lambda: host.legacy("tasks/get", {"taskId": done}).json()["result"]["status"] == "completed",
         what="echo task done",
     )
-    running = _task(host, "fx__slow", {"seconds": 60, "steps": 60})
+    seconds = 4 if kept else 60
+    running = _task(host, "fx__slow", {"seconds": seconds, "steps": 4})
     wait_until(
         lambda: any(
             e.get("msg", {}).get("params", {}).get("name") == "slow" for e in read_jsonl(tmp_path / "fixture.log.jsonl")
@@ -46,10 +54,26 @@ def test_sigkill_mid_task_then_restart_answers_every_handed_out_id(
     assert host.legacy("tasks/get", {"taskId": done}).json()["result"]["status"] == "completed"
     assert reply_of(host.legacy("tasks/result", {"taskId": done}))["result"]["content"][0]["text"] == "kept"
     assert host.legacy("tasks/get", {"taskId": failed}).json()["result"]["status"] == "failed"
-    cut = host.legacy("tasks/get", {"taskId": running}).json()["result"]
-    assert cut["status"] == "failed" and "restarted" in cut["statusMessage"]
-    err = reply_of(host.legacy("tasks/result", {"taskId": running}))["error"]
-    assert err["code"] == -32603 and "restarted" in err["message"]
+    if kept:
+        finished = wait_until(
+            lambda: (t := host.legacy("tasks/get", {"taskId": running}).json()["result"])["status"] != "working" and t,
+            timeout=30,
+            what="the cut call to end",
+        )
+        assert finished["status"] == "completed", finished.get("statusMessage")
+        result = reply_of(host.legacy("tasks/result", {"taskId": running}))["result"]
+        assert result["content"][0]["text"] == f"slept {seconds}"
+        starts = [
+            line
+            for line in (d.state_dir / "logs" / "fx.stderr.log").read_text().splitlines()
+            if "mcpx: started" in line
+        ]
+        assert len(starts) == 1  # one server process for both daemons
+    else:
+        cut = host.legacy("tasks/get", {"taskId": running}).json()["result"]
+        assert cut["status"] == "failed" and "restarted" in cut["statusMessage"]
+        err = reply_of(host.legacy("tasks/result", {"taskId": running}))["error"]
+        assert err["code"] == -32603 and "restarted" in err["message"]
     listed = {t["taskId"] for t in host.legacy("tasks/list").json()["result"]["tasks"]}
     assert {done, failed, running} <= listed
 

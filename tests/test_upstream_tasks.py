@@ -584,11 +584,38 @@ def test_sigkill_mid_upstream_task_then_restart_finishes_with_the_upstream_resul
 
 
 @pytestmark_e2e
-def test_sigkill_with_a_stdio_upstream_fails_the_task_honestly(
+def test_sigkill_with_a_kept_stdio_upstream_resumes_the_upstream_task(
+    start_daemon: Any, tmp_path: Path, raw_host: Any, sdk1_python: Path, upstream_pids: list[int]
+) -> None:
+    """The SDK 1.30 task server runs under its keeper, so the same process (which knows the task)
+    is there for the restarted daemon, which polls it again and collects its result."""
+    events = tmp_path / "s1.events.jsonl"
+    d = start_daemon(_config(_stdio_entry(sdk1_python, events)), name="uk")
+    host = raw_host(d.url)
+    host.initialize()
+    tid = _task(host, "s1__slow", {"seconds": 4, "steps": 40, "text": "kept"})
+    up_id = wait_until(lambda: (c := _events(events, "task_created")) and c[0]["taskId"], 20, "upstream task")
+    wait_until(lambda: _row(d, tid).get("upstream_task_id") == up_id, 10, "upstream id stored")
+    d.stop(signal.SIGKILL)
+    killed_wall = time.time()
+    d.start(port=d.port)
+    host.post({"jsonrpc": "2.0", "method": "notifications/initialized"}, host._legacy_headers())
+    done = wait_until(lambda: (t := _status(host, tid))["status"] != "working" and t, 30 * UNIT, "task end")
+    assert done["status"] == "completed", done
+    result = reply_of(host.legacy("tasks/result", {"taskId": tid}))["result"]
+    assert result["content"] == [{"type": "text", "text": "kept after 4 s"}]
+    after = [e for e in _events(events, "request", taskId=up_id) if e["t"] > killed_wall]
+    assert {"tasks/get", "tasks/result"} <= {e["method"] for e in after}  # the new daemon polled and collected
+    assert len({e["pid"] for e in read_jsonl(events)}) == 1  # one server process all along
+
+
+@pytestmark_e2e
+def test_sigkill_with_an_unkept_stdio_upstream_fails_the_task_honestly(
     start_daemon: Any, tmp_path: Path, raw_host: Any, sdk1_python: Path, upstream_pids: list[int]
 ) -> None:
     events = tmp_path / "s1.events.jsonl"
-    d = start_daemon(_config(_stdio_entry(sdk1_python, events)), name="us")
+    config = {**_config(_stdio_entry(sdk1_python, events)), "keepers": {"enabled": False}}
+    d = start_daemon(config, name="us")
     host = raw_host(d.url)
     host.initialize()
     tid = _task(host, "s1__slow", {"seconds": 30, "steps": 30})

@@ -22,11 +22,12 @@ import anyio
 from ..config import Config
 from ..protocol import jsonrpc, legacy, request_state, shaping
 from ..protocol.errors import InternalError, UpstreamUnavailable
+from ..protocol.jsonrpc import Id
 from ..protocol.revisions import Era
 from ..tasks.engine import TaskEngine, current_run, now_ms
-from ..upstream import upstream_tasks
+from ..upstream import reclaim, upstream_tasks
 from ..upstream.pool import Route, UpstreamServer
-from ..upstream.session import RELAYED_CLIENT_CAPS, OnNotify
+from ..upstream.session import RELAYED_CLIENT_CAPS, OnNotify, OnSent, UpstreamSession
 from .asking import Asker
 from .connection import RequestContext
 
@@ -133,6 +134,7 @@ class UpstreamCalls:
                 on_notify=self.relay(ctx),
                 on_request=self.asker.on_request(ctx, server),
                 timeout=timeout,
+                on_sent=self._remember_request(session) if method == "tools/call" else None,
             )
             rounds = 0
             while res.get("resultType") == "input_required" and req.mrtr and ctx.era == "legacy":
@@ -156,6 +158,21 @@ class UpstreamCalls:
             if not raw_state:
                 res = {**res, "requestState": self._signed(res, req.bound, req.round_)}
         return res
+
+    def _remember_request(self, session: UpstreamSession) -> OnSent | None:
+        """For a call that is (or may become) a task, on a server that outlives the daemon: the
+        request id goes on the task row, so a restarted daemon collects the reply."""
+        run, run_id = current_run(), session.transport.run_id
+        if run is None or not run.taskable or run_id is None:
+            return None
+        engine = self.engine
+
+        async def sent(rid: Id) -> None:
+            ref = reclaim.make_ref(run_id, rid)
+            if ref is not None:
+                await engine.set_upstream_request(run, ref)
+
+        return sent
 
     async def call_tool(
         self,

@@ -85,6 +85,7 @@ class Run:
         self.task_id: str | None = None
         self.adopted = anyio.Event()  # set once `task_id` names a committed row
         self.upstream_task_id: str | None = None  # the upstream's own task, when the call is one
+        self.upstream_request: str | None = None  # a plain call to a kept server (Task.upstream_request)
         self.outcome: Outcome | None = None
         self.result: dict[str, Any] | None = None
         self.exception: BaseException | None = None
@@ -109,6 +110,7 @@ class TaskEngine:
         self.tg: TaskGroup | None = None
         self.on_change: OnChange | None = None
         self.resume: Resume | None = None
+        self.reclaim: Resume | None = None  # a plain call to a kept server: collect its reply
         self._closing = anyio.Event()  # set by close(): upstream tasks are left running, to be resumed
         self._scopes: dict[str, anyio.CancelScope] = {}
         self._runs: set[Run] = set()
@@ -130,15 +132,20 @@ class TaskEngine:
         tg.start_soon(self.store.run_writer)
         for task in await self.store.all_open():
             self.active.track(task)
-            if task.upstream_task_id is None or self.resume is None:
-                error = {"code": INTERNAL_ERROR, "message": RESTARTED}
-                await self._save(task, task.move(FAILED, now_ms(), message=RESTARTED, error=error), by="mcpx")
+            if task.upstream_task_id is not None and self.resume is not None:
+                how, follow = "resuming upstream task", self.resume
+            elif task.upstream_request is not None and self.reclaim is not None:
+                how, follow = "collecting the reply to upstream request", self.reclaim
             else:
-                if task.status == INPUT_REQUIRED:  # the previous daemon's questions died with it
-                    moved = task.move(WORKING, now_ms())
-                    await self._save(task, moved, by="mcpx")
-                    task = moved
-                self._resume(task)
+                error = {"code": INTERNAL_ERROR, "message": RESTARTED}
+                log.warning("task %s: failed at start: %s", task.id, RESTARTED)
+                await self._save(task, task.move(FAILED, now_ms(), message=RESTARTED, error=error), by="mcpx")
+                continue
+            if task.status == INPUT_REQUIRED:  # the previous daemon's questions died with it
+                moved = task.move(WORKING, now_ms())
+                await self._save(task, moved, by="mcpx")
+                task = moved
+            self._resume(task, how, follow)
         tg.start_soon(self._expire_loop)
 
     def spawn(self, fn: Callable[..., Coroutine[Any, Any, None]], *args: object) -> None:
@@ -178,16 +185,24 @@ class TaskEngine:
             return new
 
     # ---- creating tasks ------------------------------------------------------------------
-    def _resume(self, task: Task) -> None:
-        """Keep following the upstream task this row names; its outcome lands as usual. The
+    def _resume(self, task: Task, how: str, follow: Resume) -> None:
+        """Keep following the upstream work this row names; its outcome lands as usual. The
         callback waits for the upstream to be ready (the pool starts after the engine)."""
-        resume = self.resume
-        assert resume is not None
         run = Run(task.era)
         run.task_id = task.id
         run.upstream_task_id = task.upstream_task_id
-        log.info("task %s: resuming upstream task %s on %s", task.id, task.upstream_task_id, task.upstream)
-        self._start(run, lambda: resume(task))
+        run.upstream_request = task.upstream_request
+        log.info("task %s: %s %s on %s", task.id, how, task.upstream_task_id or task.upstream_request, task.upstream)
+
+        async def carry_on() -> dict[str, Any]:
+            try:
+                return await follow(task)
+            except (UpstreamError, McpError) as exc:  # the task fails as usual; the log says why
+                reason = exc.error.get("message") if isinstance(exc, UpstreamError) else exc.message
+                log.warning("task %s: could not carry on after the restart (%s): %s", task.id, how, reason)
+                raise
+
+        self._start(run, carry_on)
 
     async def set_upstream_task(self, run: Run, upstream_task_id: str) -> None:
         """The call under `run` became an upstream task: remember its id, durably once the run
@@ -195,6 +210,22 @@ class TaskEngine:
         run.upstream_task_id = upstream_task_id
         if run.task_id is not None:
             await self._store_upstream_id(run.task_id, upstream_task_id)
+
+    async def set_upstream_request(self, run: Run, ref: str) -> None:
+        """A plain call under `run` went to a kept server as request `ref`: remembered on the row,
+        so a restarted daemon collects its reply instead of failing the task. Never raises: the
+        call goes on whether or not the row took it."""
+        run.upstream_request = ref
+        if run.task_id is None:
+            return  # adopt() copies it
+
+        def update(current: Task) -> Task | None:
+            return None if current.terminal else replace(current, upstream_request=ref)
+
+        try:
+            await self.change(run.task_id, update)
+        except Exception as exc:  # noqa: BLE001 - only a restart could lose the reply; the call runs on
+            log.warning("task %s: could not record its upstream request: %s", run.task_id, exc)
 
     async def _store_upstream_id(self, task_id: str, upstream_task_id: str) -> None:
         def update(current: Task) -> Task | None:
@@ -265,6 +296,8 @@ class TaskEngine:
         """Turn a running call into a task: commit the row, then let the outcome land in it."""
         if run.upstream_task_id is not None:
             task = replace(task, upstream_task_id=run.upstream_task_id)
+        if run.upstream_request is not None:
+            task = replace(task, upstream_request=run.upstream_request)
         if run.status_message is not None:
             task = replace(task, status_message=run.status_message)
         await self._save(None, task, by=by)
@@ -275,6 +308,8 @@ class TaskEngine:
         run.pending_frames = []
         if run.upstream_task_id is not None and run.upstream_task_id != task.upstream_task_id:
             await self._store_upstream_id(task.id, run.upstream_task_id)  # it arrived during the put
+        if run.upstream_request is not None and run.upstream_request != task.upstream_request:
+            await self.set_upstream_request(run, run.upstream_request)  # likewise
         if run.done.is_set() and run.outcome is not None:  # it finished while the row was written
             await self._finish(task.id, run.outcome)
         return task

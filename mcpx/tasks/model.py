@@ -51,6 +51,9 @@ class Task:
     result: dict[str, Any] | None = None  # the CallToolResult, as the upstream sent it
     error: dict[str, Any] | None = None  # a JSON-RPC error object
     upstream_task_id: str | None = None
+    # "<server run>/<request id>" of a plain call to a kept stdio server: a restarted daemon
+    # claims that request's reply from the same server process (upstream/reclaim.py).
+    upstream_request: str | None = None
     connection: str | None = None  # the registry id of the host connection that created it
     # Outstanding questions while input_required, by a key unique for the task's whole life.
     input_requests: dict[str, Any] = field(default_factory=dict)

@@ -68,6 +68,7 @@ async def iter_sse(resp: httpx.Response | h1.Response) -> AsyncIterator[Any]:
 
 class HttpTransport:
     kind: Literal["stdio", "http"] = "http"
+    run_id: str | None = None  # the server does not outlive the daemon
 
     def __init__(self, name: str, cfg: ServerConfig) -> None:
         self.name = name

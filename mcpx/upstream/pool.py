@@ -17,6 +17,7 @@ from ..protocol import jsonrpc
 from ..protocol.errors import InvalidParams, McpError, UpstreamError, UpstreamUnavailable
 from .catalogue import CHANGED, KINDS, Naming, template_matches, valid_items
 from .http import HttpTransport
+from .keeper_transport import KeeperTransport, retire_unconfigured
 from .session import UpstreamSession
 from .stdio import START_MARK, StdioTransport
 from .transport import Transport
@@ -54,6 +55,15 @@ class RestartBackoff:
 
 
 @dataclass(frozen=True)
+class KeeperSettings:
+    """Where and how stdio servers are kept across daemon restarts (config `keepers`)."""
+
+    folder: Path
+    grace_s: float
+    buffer_bytes: int
+
+
+@dataclass(frozen=True)
 class Route:
     server: str
     name: str  # the upstream's own name (or URI)
@@ -74,8 +84,12 @@ class UpstreamServer:
         *,
         sleep: Callable[[float], Awaitable[None]] = anyio.sleep,
         clock: Callable[[], float] = time.monotonic,
+        keepers: KeeperSettings | None = None,
     ) -> None:
         self.key = key
+        self.keepers = keepers if cfg.transport == "stdio" else None
+        self.detached = False  # the daemon stops but leaves this server (and its keeper) running
+        self.previous_exit: int | None = None  # a kept server that ended while no daemon was connected
         self._sleep = sleep  # the restart loop's clock and sleep, replaceable in unit tests
         self._clock = clock
         self.cfg = cfg
@@ -150,17 +164,29 @@ class UpstreamServer:
 
     async def _run_once(self) -> None:
         transport: Transport
-        if self.cfg.transport == "stdio":
+        keeper: KeeperTransport | None = None
+        if self.keepers is not None:
+            k = self.keepers
+            transport = keeper = KeeperTransport(
+                self.key, self.cfg, self.log_dir, k.folder, grace_s=k.grace_s, buffer_bytes=k.buffer_bytes
+            )
+        elif self.cfg.transport == "stdio":
             transport = StdioTransport(self.key, self.cfg, self.log_dir)
         else:
             transport = HttpTransport(self.key, self.cfg)
         self._transport = transport
         session = UpstreamSession(self.key, transport, self._on_event)
+        session.detached = self.detached
+        if keeper is not None:
+            keeper.detach = self.detached
         async with anyio.create_task_group() as tg:
             session.tg = tg
             await tg.start(self._run_transport, transport, session)
             try:
-                await session.start()
+                if keeper is not None:
+                    await self._open_kept(keeper, session)
+                else:
+                    await session.start()
                 for kind in KINDS:
                     self.lists[kind] = await self._fetch(session, kind)
             except BaseException:
@@ -195,6 +221,33 @@ class UpstreamServer:
         self._down(session, reason)
         if not self._stopping:
             raise RuntimeError(reason)
+
+    async def _open_kept(self, keeper: KeeperTransport, session: UpstreamSession) -> None:
+        """A kept server: carry on the session a previous daemon opened, or open one and hand the
+        keeper its handshake for the next daemon."""
+        if keeper.previous_exit is not None:
+            self.previous_exit = keeper.previous_exit
+        session.inherited = {rid for rid, _ in keeper.outstanding}
+        if keeper.handshake is not None and session.adopt(keeper.handshake, keeper.next_id):
+            log.info("upstream %s: carrying on its session (%d requests of the last daemon in flight)",
+                     self.key, len(keeper.outstanding))  # fmt: skip
+            for rid, method in keeper.outstanding:
+                if method == "subscriptions/listen":  # nobody reads that stream now: a new one opens
+                    await session.notify("notifications/cancelled", session.shape_params(
+                        {"requestId": rid, "reason": "the daemon that listened is gone"}, client_caps={}, log_level=None
+                    ))  # fmt: skip
+            return
+        session.continue_ids(keeper.next_id)
+        await session.start()
+        await keeper.remember_handshake(session.handshake())
+
+    def detach(self) -> None:
+        """Leave this server running when the daemon stops (keepers only): no stop, no cancels."""
+        self.detached = True
+        if isinstance(self._transport, KeeperTransport):
+            self._transport.detach = True
+        if self.session is not None:
+            self.session.detached = True
 
     async def _run_transport(
         self, transport: Transport, session: UpstreamSession, *, task_status: TaskStatus[None]
@@ -386,15 +439,22 @@ def _describe(exc: BaseException) -> str:
 
 
 class UpstreamPool:
-    def __init__(self, config: Config, log_dir: Path) -> None:
+    def __init__(self, config: Config, log_dir: Path, keepers_folder: Path | None = None) -> None:
         self.config = config
+        k = config.keepers
+        self.keepers = KeeperSettings(keepers_folder, k.graceS, k.bufferBytes) if keepers_folder and k.enabled else None
+        self.keepers_folder = keepers_folder
         self.servers = {
-            key: UpstreamServer(key, cfg, config.namespace_of(key), log_dir)
+            key: UpstreamServer(key, cfg, config.namespace_of(key), log_dir, keepers=self.keepers)
             for key, cfg in config.active_servers.items()
         }
         self._listings: dict[str, tuple[list[list[dict[str, Any]]], list[Route], dict[str, Route]]] = {}
 
     async def run(self, tg: TaskGroup) -> None:
+        if self.keepers_folder is not None and self.keepers_folder.is_dir():
+            # Keepers a previous daemon left for servers this config no longer runs under keepers.
+            kept = {key for key, s in self.servers.items() if s.keepers is not None}
+            await retire_unconfigured(self.keepers_folder, kept)
         for server in self.servers.values():
             tg.start_soon(server.run)
 
@@ -477,6 +537,12 @@ class UpstreamPool:
         if len(passthrough) == 1:
             return passthrough[0], exposed  # unlisted but possibly readable: let the upstream judge
         raise InvalidParams(f"Unknown resource: {exposed}")
+
+    def detach(self) -> None:
+        """The daemon stops, leaving its kept servers and their calls to the next one."""
+        for server in self.servers.values():
+            if server.keepers is not None:
+                server.detach()
 
     async def aclose(self) -> None:
         with anyio.CancelScope(shield=True):

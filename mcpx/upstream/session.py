@@ -47,6 +47,10 @@ OnEvent = Callable[[str, dict[str, Any]], Coroutine[Any, Any, None]]
 
 
 OnRequest = Callable[[str, dict[str, Any]], Awaitable[dict[str, Any]]]
+# Told the id a request will go out under, before it is sent (a kept stdio server: the task row
+# remembers it, committed first, so a daemon killed at any point never loses track of a sent call).
+OnSent = Callable[[jsonrpc.Id], Awaitable[None]]
+MAX_ORPHANS = 10_000  # replies to a previous daemon's requests, held until a task row claims them
 # Requests a server may send mid-call; mcpx relays them to whoever made the call.
 _CALL_METHODS = frozenset({"tools/call", "prompts/get", "resources/read", "tasks/result"})
 # What mcpx declares to handshake upstreams: it can relay these to hosts that declared them.
@@ -84,6 +88,12 @@ class UpstreamSession:
         # its task id -> set on a status notification; weak: an event nobody waits on goes away
         self._task_notices: weakref.WeakValueDictionary[str, anyio.Event] = weakref.WeakValueDictionary()
         self.tg: TaskGroup | None = None  # where server-to-client requests are answered (set by the pool)
+        # Ids below first_id were a previous daemon's (a kept server): their replies wait in
+        # _orphans for the task rows that name them (claim()).
+        self.first_id = 1
+        self._orphans: dict[jsonrpc.Id, dict[str, Any]] = {}
+        self.inherited: set[jsonrpc.Id] = set()  # a previous daemon's requests the server has not answered
+        self.detached = False  # the daemon stops but leaves the server running: cancel nothing upstream
 
     # ---- inbound -------------------------------------------------------------------------
     async def feed(self, msg: dict[str, Any], related_id: jsonrpc.Id | None) -> None:
@@ -99,6 +109,10 @@ class UpstreamSession:
         rid = msg.get("id")
         slot = self._pending.get(rid) if isinstance(rid, (str, int)) else None
         if slot is None:
+            if isinstance(rid, int) and rid < self.first_id:
+                self._orphans[rid] = msg  # a previous daemon's call: a task row may claim it
+                while len(self._orphans) > MAX_ORPHANS:
+                    del self._orphans[next(iter(self._orphans))]
             return  # a late reply to a call we abandoned
         slot.reply = msg
         slot.done.set()
@@ -212,6 +226,7 @@ class UpstreamSession:
         on_notify: OnNotify | None = None,
         on_request: OnRequest | None = None,
         timeout: float | None = None,
+        on_sent: OnSent | None = None,
     ) -> dict[str, Any]:
         """Send one request and wait for its reply; cancelling this call cancels it upstream."""
         if self.dead_reason is not None:
@@ -231,6 +246,8 @@ class UpstreamSession:
         slot.wants_logs = isinstance(meta, dict) and META_LOG_LEVEL in meta
         self._pending[rid] = slot
         try:
+            if on_sent is not None:
+                await on_sent(rid)
             try:
                 out = jsonrpc.request(rid, method, params)
                 if sink is not None:
@@ -245,7 +262,8 @@ class UpstreamSession:
                 await self._cancel_upstream(rid, "timed out")
                 raise
             except anyio.get_cancelled_exc_class():
-                await self._cancel_upstream(rid, "cancelled by the host")
+                if not self.detached:
+                    await self._cancel_upstream(rid, "cancelled by the host")
                 raise
         finally:
             self._pending.pop(rid, None)
@@ -253,15 +271,42 @@ class UpstreamSession:
                 self._progress.pop(token_key, None)
             for scope in slot.handlers:
                 scope.cancel()
-        reply = slot.reply or {}
-        if sink is not None and slot.reply is not None:
-            sink("upstream", "in", slot.reply)
+        return self._result_of(slot.reply)
+
+    async def claim(self, rid: jsonrpc.Id, timeout: float | None = None) -> dict[str, Any]:
+        """The result of a request a previous daemon sent this (kept) server: held already, or
+        awaited. Nothing is cancelled upstream if the wait ends: the call was never ours."""
+        if self.dead_reason is not None:
+            raise UpstreamUnavailable(self.dead_reason)
+        held = self._orphans.pop(rid, None)
+        if held is not None:
+            return self._result_of(held)
+        if rid not in self.inherited:
+            raise UpstreamUnavailable(
+                f"upstream {self.name!r} has no record of request {rid} (it never arrived, or its reply was lost"
+                " while no daemon was connected); the result of this call is lost"
+            )
+        slot = _Pending("tools/call", None)
+        self._pending[rid] = slot
+        try:
+            with anyio.fail_after(timeout):
+                await slot.done.wait()
+        finally:
+            self._pending.pop(rid, None)
+        return self._result_of(slot.reply)
+
+    def _result_of(self, reply: dict[str, Any] | None) -> dict[str, Any]:
+        """A reply's result, or its error raised (as UpstreamError, or unavailable if the server died)."""
+        sink = frames.current_sink.get()
+        reply = reply or {}
+        if sink is not None and reply:
+            sink("upstream", "in", reply)
         if "error" in reply:
             err = (
                 reply["error"] if isinstance(reply["error"], dict) else {"code": -32603, "message": str(reply["error"])}
             )
             if err.get("code") == UPSTREAM_UNAVAILABLE and self.dead_reason is not None:
-                raise UpstreamUnavailable(err.get("message", self.dead_reason))
+                raise UpstreamUnavailable(str(err.get("message", self.dead_reason)))
             raise UpstreamError(err)
         res = reply.get("result")
         if not isinstance(res, dict):
@@ -349,6 +394,41 @@ class UpstreamSession:
         self.capabilities = res.get("capabilities") or {}
         self.instructions = res.get("instructions")
         await self.notify("notifications/initialized")
+
+    # ---- a kept server: the session a previous daemon opened ------------------------------
+    def handshake(self) -> dict[str, Any]:
+        """What a next daemon needs to carry on this session without a new handshake."""
+        return {
+            "era": self.era,
+            "revision": self.revision,
+            "serverInfo": self.server_info,
+            "capabilities": self.capabilities,
+            "instructions": self.instructions,
+        }
+
+    def adopt(self, handshake: dict[str, Any], next_id: int) -> bool:
+        """Carry on a previous daemon's session with a kept server; False if the record is unusable."""
+        era, revision = handshake.get("era"), handshake.get("revision")
+        if era == "modern" and revision == MODERN:
+            self.era = "modern"
+        elif era == "legacy" and revision in LEGACY_VERSIONS:
+            self.era = "legacy"
+        else:
+            return False
+        self.revision = revision
+        self.transport.era = self.era
+        self.transport.revision = revision if self.era == "legacy" else None
+        self.server_info = jsonrpc.as_object(handshake.get("serverInfo"))
+        self.capabilities = jsonrpc.as_object(handshake.get("capabilities"))
+        instructions = handshake.get("instructions")
+        self.instructions = instructions if isinstance(instructions, str) else None
+        self.continue_ids(next_id)
+        return True
+
+    def continue_ids(self, next_id: int) -> None:
+        """Number requests from `next_id`: lower ids are a previous daemon's, still in flight."""
+        self.first_id = max(next_id, 1)
+        self._ids = itertools.count(self.first_id)
 
     def _adopt_modern(self, res: dict[str, Any]) -> None:
         self.era = "modern"

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import signal
 import subprocess
 import time
 from collections.abc import Callable
@@ -18,18 +17,18 @@ from anyio.abc import Process
 from ..config import ServerConfig
 from ..protocol.jsonrpc import Id
 from ..protocol.revisions import Era
+from .process_group import stop_group
 from .transport import Feed
 
 log = logging.getLogger("mcpx.upstream")
 
-# Bounded, staged stop: polite first (EOF on stdin), then the whole process group.
-STOP_GRACE_S = 2.0
 START_MARK = "--- mcpx: started"  # the line each start writes to the stderr log
 MAX_LINE = 64 * 1024 * 1024
 
 
 class StdioTransport:
     kind: Literal["stdio", "http"] = "stdio"
+    run_id: str | None = None  # the server does not outlive the daemon
 
     def __init__(self, name: str, cfg: ServerConfig, log_dir: Path) -> None:
         self.name = name
@@ -111,33 +110,5 @@ class StdioTransport:
         return None if self.proc is None else self.proc.returncode
 
     async def close(self) -> None:
-        proc = self.proc
-        if proc is None or proc.returncode is not None:
-            return
-        with anyio.CancelScope(shield=True):
-            if proc.stdin is not None:
-                try:
-                    await proc.stdin.aclose()
-                except (OSError, anyio.BrokenResourceError, anyio.ClosedResourceError) as exc:
-                    log.debug("upstream %s: stdin already broken (%s); going on to signals", self.name, exc)
-            if await _wait(proc, STOP_GRACE_S):
-                return
-            _killpg(proc.pid, signal.SIGTERM)
-            if await _wait(proc, STOP_GRACE_S):
-                return
-            _killpg(proc.pid, signal.SIGKILL)
-            await _wait(proc, STOP_GRACE_S)
-
-
-async def _wait(proc: Process, seconds: float) -> bool:
-    with anyio.move_on_after(seconds):
-        await proc.wait()
-        return True
-    return False
-
-
-def _killpg(pid: int, sig: int) -> None:
-    try:
-        os.killpg(pid, sig)
-    except (ProcessLookupError, PermissionError):
-        pass
+        if self.proc is not None:
+            await stop_group(self.proc, self.name)

@@ -19,6 +19,9 @@ class Transport(Protocol):
     closed: anyio.Event
     era: Era | None  # set by the session once probed
     revision: str | None  # the handshake revision, for legacy HTTP headers
+    # Names the server process across daemon restarts (a kept stdio server); None when the
+    # server cannot outlive this daemon, so nothing about its calls is worth recording.
+    run_id: str | None
 
     async def run(self, feed: Feed, started: Callable[[], None]) -> None:
         """Deliver every inbound message to `feed` until the connection ends; `started()` once up."""
