@@ -10,7 +10,12 @@ Rows (each measured direct and through mcpx, in alternating rounds, same process
 - `raw` pair: the keep-alive socket client of call_latency.py against the fixture upstream
   (`tests/fixtures/upstream_server.py`) over HTTP, both eras.
 - `raw` over stdio: a line-per-frame stdio client against the fixture upstream over stdio (direct)
-  vs against `mcpx serve` (through: shim -> daemon -> the same fixture code over stdio), both eras.
+  vs against `mcpx serve` (through: shim -> daemon -> keeper -> the same fixture code over stdio),
+  both eras.
+- `keeper` pair: what the keeper (issue #15) costs on the hot path. The raw HTTP client calls the
+  same stdio fixture upstream through two daemons side by side: one with `keepers.enabled: false`
+  (the server is the daemon's own child: "direct" column) and one with keepers (daemon -> unix
+  socket -> keeper -> server: "through" column). Both eras, seq and c16.
 
 Modes: `seq`, one client making `--calls` sequential calls (split over `--rounds` rounds); `c16`,
 `--concurrency` clients at once (HTTP rows only; each makes `--conc-calls` calls per round),
@@ -20,7 +25,8 @@ giving calls/s. Latencies are per call, measured in the client process.
     python bench/proxy_overhead.py --calls 1000            # the issue's size
 
 Targets printed beside the figures: SDK pair through/direct median <= 1.3x; c16 throughput
->= 0.75x direct; raw client added latency <= 0.5 ms at the median.
+>= 0.75x direct; raw client added latency <= 0.5 ms at the median; the keeper adds <= 0.1 ms at
+the median and keeps >= 0.9x the c16 throughput.
 """
 
 from __future__ import annotations
@@ -254,7 +260,11 @@ class Row:
             "added_ms": round(v["median_ms"] - d["median_ms"], 3),
             "throughput_ratio": round(v["calls_per_s"] / d["calls_per_s"], 2),
         }
-        if self.mode != "seq":
+        if self.pair == "keeper":
+            seq = self.mode == "seq"
+            out["target"] = "added <= 0.1 ms" if seq else "throughput >= 0.9x"
+            out["ok"] = out["added_ms"] <= 0.1 if seq else out["throughput_ratio"] >= 0.9
+        elif self.mode != "seq":
             out["target"] = "throughput >= 0.75x"
             out["ok"] = out["throughput_ratio"] >= 0.75
         elif self.pair == "sdk":
@@ -289,10 +299,12 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--concurrency", type=int, default=16)
     ap.add_argument("--conc-calls", type=int, default=25, help="calls per concurrent client per round")
-    ap.add_argument("--only", choices=["sdk", "raw", "stdio"], action="append", help="rows to run (default all)")
+    ap.add_argument(
+        "--only", choices=["sdk", "raw", "stdio", "keeper"], action="append", help="rows to run (default all)"
+    )
     ap.add_argument("--wire-log", action="store_true", help="keep the harness's test-only frame log on")
     args = ap.parse_args()
-    only = set(args.only or ["sdk", "raw", "stdio"])
+    only = set(args.only or ["sdk", "raw", "stdio", "keeper"])
     per_round = max(1, args.calls // args.rounds)
     closers: list[Any] = []
     with tempfile.TemporaryDirectory(prefix="mcpx-proxy-bench-") as folder:
@@ -304,13 +316,20 @@ def main() -> int:
         if sdk_up:
             servers["sdk"] = {"url": sdk_up.url}
         daemon = Daemon(tmp, {"mcpServers": servers}, name="bench")
-        if not args.wire_log:
-            # The harness turns on the test-only frame log (MCPX_WIRE_LOG: a file opened per frame
-            # sent); an empty value turns it off, as in a real deployment.
-            daemon.wire_log = ""  # type: ignore[assignment]
+        # The keeper pair's other side: the same stdio upstream as the daemon's own child.
+        (tmp / "unkept").mkdir()
+        unkept_servers = {"fxs": stdio_server(tmp / "unkept", name="fxs")}
+        unkept = Daemon(tmp, {"mcpServers": unkept_servers, "keepers": {"enabled": False}}, name="bench-unkept")
+        for d in (daemon, unkept):
+            if not args.wire_log:
+                # The harness turns on the test-only frame log (MCPX_WIRE_LOG: a file opened per frame
+                # sent); an empty value turns it off, as in a real deployment.
+                d.wire_log = ""  # type: ignore[assignment]
         rows: list[Row] = []
         try:
             daemon.start()
+            if "keeper" in only:
+                unkept.start()
             ups = {u["name"]: u for u in daemon.status()["upstreams"]}
             print("mcpx -> upstream: " + ", ".join(f"{n} {u['transport']} {u['revision']}" for n, u in ups.items()))
 
@@ -345,6 +364,15 @@ def main() -> int:
                     d = keep(StdioClient([sys.executable, str(FIXTURE), "stdio", "--name", "fxs"], era, "echo"))
                     v = keep(StdioClient(shim, era, "fxs__echo", env))
                     rows.append(Row("raw", "stdio (serve)", f"{era} {rev}", "seq", d, v, per_round))
+            if "keeper" in only:
+                for era, rev in (("legacy", LEGACY), ("modern", MODERN)):
+                    d = keep(RawPool(unkept.url, era, "fxs__echo", 1))
+                    v = keep(RawPool(daemon.url, era, "fxs__echo", 1))
+                    rows.append(Row("keeper", "stdio via http", f"{era} {rev}", "seq", d, v, per_round))
+                    dc = keep(RawPool(unkept.url, era, "fxs__echo", args.concurrency))
+                    vc = keep(RawPool(daemon.url, era, "fxs__echo", args.concurrency))
+                    label = f"{era} {rev}"
+                    rows.append(Row("keeper", "stdio via http", label, f"c{args.concurrency}", dc, vc, args.conc_calls))
             for row in rows:  # warm every path
                 for c in (row.direct, row.via):
                     c.run(10 if row.mode == "seq" else 2)
@@ -355,6 +383,7 @@ def main() -> int:
             for c in closers:
                 c.close()
             daemon.stop()
+            unkept.stop()
             fixture.stop()
             if sdk_up:
                 sdk_up.stop()
@@ -364,7 +393,10 @@ def main() -> int:
         f" c{args.concurrency} = {args.concurrency} clients x {args.conc_calls} calls x {args.rounds} rounds per side"
     )
     print(table(results))
-    print("targets: sdk seq median <= 1.3x direct; c16 calls/s >= 0.75x direct; raw seq added <= 0.5 ms at the median")
+    print(
+        "targets: sdk seq median <= 1.3x direct; c16 calls/s >= 0.75x direct; raw seq added <= 0.5 ms at the median;"
+        " keeper: 'direct' = a daemon without keepers, 'through' = with them; added <= 0.1 ms, c16 >= 0.9x"
+    )
     print("RESULT " + json.dumps({"bench": "proxy_overhead", "rows": results}))
     return 0
 
