@@ -37,7 +37,7 @@ from .operations import Operations
 from .store.sqlite import SqliteStore
 from .tasks.active import ActiveTasks
 from .tasks.engine import TaskEngine
-from .upstream import reclaim, upstream_tasks
+from .upstream import http_session_record, reclaim, upstream_tasks
 from .upstream.pool import UpstreamPool, UpstreamServer
 
 log = logging.getLogger("mcpx.daemon")
@@ -59,7 +59,9 @@ class Daemon:
         self.state_dir = state_dir
         self.port = config.daemon.port if port is None else port
         self.started = time.time()
-        self.pool = UpstreamPool(config, state_dir / "logs", state_dir / "keepers")
+        self.pool = UpstreamPool(
+            config, state_dir / "logs", state_dir / "keepers", state_dir / http_session_record.FOLDER
+        )
         self.hub = Hub()
         self.bus = EventBus()
         store = SqliteStore(state_dir / "mcpx.db", on_commit=self.bus.publish)

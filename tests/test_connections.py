@@ -26,6 +26,8 @@ def test_a_deleted_session_shows_closed_and_keeps_its_tasks(start_daemon: Any, t
         [conn] = _connections(api).values()
         assert conn["kind"] == "session" and conn["revision"] == "2025-11-25" and conn["closedMs"] is None
         assert conn["clientInfo"]["name"] == "pytest-raw"
+        # Let the task end first, so the close is the connection's last event (not a late task.status).
+        wait_until(lambda: api.get(f"/v1/tasks/{tid}").json()["status"] == "completed", 10, "task done")
         assert host.client.delete(d.url, headers=host._legacy_headers()).status_code == 200
         closed = _connections(api)[conn["id"]]
         assert closed["closedMs"] and closed["closeReason"] == "session deleted by the host"

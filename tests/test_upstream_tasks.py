@@ -541,12 +541,14 @@ def test_sdk1_host_cancel_reaches_the_upstream_as_tasks_cancel(
 
 
 @pytestmark_e2e
+@pytest.mark.parametrize("scoped", [False, True], ids=["unscoped-ids", "session-scoped-ids"])
 def test_sigkill_mid_upstream_task_then_restart_finishes_with_the_upstream_result(
-    start_daemon: Any, tmp_path: Path, raw_host: Any, sdk1_python: Path
+    start_daemon: Any, tmp_path: Path, raw_host: Any, sdk1_python: Path, scoped: bool
 ) -> None:
-    up = PeerHttp(
-        sdk1_python, SDK1_UPSTREAM, tmp_path, "sdk1-http", "--unscoped"
-    )  # outlives the daemon; any session may poll its tasks
+    """The HTTP upstream outlives the daemon. With `--unscoped` any session may poll its tasks; by
+    default (the SDK's own) a task id works only in the session that created it, so the restarted
+    daemon must carry on the previous daemon's upstream session (http_session_record)."""
+    up = PeerHttp(sdk1_python, SDK1_UPSTREAM, tmp_path, "sdk1-http", *([] if scoped else ["--unscoped"]))
     try:
         d = start_daemon(_config({"url": up.url}), name="ur")
         host = raw_host(d.url)
@@ -576,6 +578,7 @@ def test_sigkill_mid_upstream_task_then_restart_finishes_with_the_upstream_resul
         assert finished and finished[0]["t"] > killed_wall  # so the result reached mcpx after the restart
         after = [e for e in _events(up.events, "request", taskId=up_id) if e["t"] > killed_wall]
         assert {"tasks/get", "tasks/result"} <= {e["method"] for e in after}  # the new daemon polled and collected
+        assert "carrying on the previous daemon's session" in d.stderr()  # not a new session
         print(
             f"daemon back {restarted_after:.2f} s after the SIGKILL; resumed task completed after {resumed_after:.2f} s"
         )

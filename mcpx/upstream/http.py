@@ -78,6 +78,7 @@ class HttpTransport:
         self.era: Era | None = None  # set by the session once probed
         self.revision: str | None = None
         self.session_id: str | None = None
+        self.detach = False  # the daemon stops but the next one carries the session on: no DELETE
         self._tg: anyio.abc.TaskGroup | None = None
         self._feed: Feed | None = None
         self._streams: dict[Id, anyio.CancelScope] = {}
@@ -210,7 +211,7 @@ class HttpTransport:
         return None
 
     async def close(self) -> None:
-        if self.era == "legacy" and self.session_id:
+        if self.era == "legacy" and self.session_id and not self.detach:
             with anyio.move_on_after(2, shield=True):
                 try:
                     async with self.http.stream(

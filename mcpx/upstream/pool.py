@@ -15,12 +15,15 @@ from anyio.abc import TaskGroup, TaskStatus
 from ..config import Config, ServerConfig
 from ..protocol import jsonrpc
 from ..protocol.errors import InvalidParams, McpError, UpstreamError, UpstreamUnavailable
+from . import http_session_record
 from .catalogue import CHANGED, KINDS, Naming, template_matches, valid_items
 from .http import HttpTransport
 from .keeper_transport import KeeperTransport, retire_unconfigured
 from .session import UpstreamSession
 from .stdio import START_MARK, StdioTransport
 from .transport import Transport
+
+PING_TIMEOUT_S = 5.0  # a carried-on HTTP session must answer a ping within this
 
 log = logging.getLogger("mcpx.upstream")
 
@@ -85,8 +88,11 @@ class UpstreamServer:
         sleep: Callable[[float], Awaitable[None]] = anyio.sleep,
         clock: Callable[[], float] = time.monotonic,
         keepers: KeeperSettings | None = None,
+        sessions_folder: Path | None = None,
     ) -> None:
         self.key = key
+        # Where a 2025-11-25 HTTP upstream's session is remembered for the next daemon (http_session_record).
+        self.sessions_folder = sessions_folder if cfg.transport == "http" else None
         self.keepers = keepers if cfg.transport == "stdio" else None
         self.detached = False  # the daemon stops but leaves this server (and its keeper) running
         self.previous_exit: int | None = None  # a kept server that ended while no daemon was connected
@@ -185,6 +191,8 @@ class UpstreamServer:
             try:
                 if keeper is not None:
                     await self._open_kept(keeper, session)
+                elif isinstance(transport, HttpTransport) and self.sessions_folder is not None:
+                    await self._open_http(transport, session, self.sessions_folder)
                 else:
                     await session.start()
                 for kind in KINDS:
@@ -211,6 +219,8 @@ class UpstreamServer:
                 await self.on_change(self, tuple(KINDS))  # a restarted upstream may list other things
             await transport.closed.wait()
             tg.cancel_scope.cancel()
+        if self.sessions_folder is not None and self._stopping and not self.detached:
+            http_session_record.forget(self.sessions_folder, self.key)  # DELETEd upstream by close()
         code = transport.returncode
         self.exit_code = code
         reason = (
@@ -241,10 +251,32 @@ class UpstreamServer:
         await session.start()
         await keeper.remember_handshake(session.handshake())
 
+    async def _open_http(self, transport: HttpTransport, session: UpstreamSession, folder: Path) -> None:
+        """Carry on the 2025-11-25 session a previous daemon left (its tasks may be tied to it), or
+        open one and remember it."""
+        record = http_session_record.load(folder, self.key, self.cfg)
+        http_session_record.forget(folder, self.key)  # tried once: a dead session is not tried again
+        if record is not None and session.adopt(record["handshake"], 1) and session.era == "legacy":
+            transport.session_id = record["sessionId"]
+            # Ids above any the previous daemon used on this session (it numbered from 1).
+            session.continue_ids(int(time.time() * 1000))
+            try:
+                await session.request("ping", {}, timeout=PING_TIMEOUT_S)
+            except (UpstreamError, UpstreamUnavailable, TimeoutError) as exc:
+                raise RuntimeError(
+                    f"upstream {self.key!r}: the previous daemon's session is gone ({_describe(exc)}); opening a new one"
+                ) from None
+            log.info("upstream %s: carrying on the previous daemon's session", self.key)
+        else:
+            await session.start()
+        if session.era == "legacy" and transport.session_id:
+            http_session_record.save(folder, self.key, self.cfg, transport.session_id, session.handshake())
+
     def detach(self) -> None:
-        """Leave this server running when the daemon stops (keepers only): no stop, no cancels."""
+        """Leave this server running when the daemon stops (keepers only): no stop, no cancels.
+        An HTTP upstream's 2025-11-25 session is not deleted either, so the next daemon carries it on."""
         self.detached = True
-        if isinstance(self._transport, KeeperTransport):
+        if isinstance(self._transport, (KeeperTransport, HttpTransport)):
             self._transport.detach = True
         if self.session is not None:
             self.session.detached = True
@@ -439,13 +471,17 @@ def _describe(exc: BaseException) -> str:
 
 
 class UpstreamPool:
-    def __init__(self, config: Config, log_dir: Path, keepers_folder: Path | None = None) -> None:
+    def __init__(
+        self, config: Config, log_dir: Path, keepers_folder: Path | None = None, sessions_folder: Path | None = None
+    ) -> None:
         self.config = config
         k = config.keepers
         self.keepers = KeeperSettings(keepers_folder, k.graceS, k.bufferBytes) if keepers_folder and k.enabled else None
         self.keepers_folder = keepers_folder
         self.servers = {
-            key: UpstreamServer(key, cfg, config.namespace_of(key), log_dir, keepers=self.keepers)
+            key: UpstreamServer(
+                key, cfg, config.namespace_of(key), log_dir, keepers=self.keepers, sessions_folder=sessions_folder
+            )
             for key, cfg in config.active_servers.items()
         }
         self._listings: dict[str, tuple[list[list[dict[str, Any]]], list[Route], dict[str, Route]]] = {}
