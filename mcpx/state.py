@@ -61,6 +61,16 @@ def api_token(folder: Path) -> str:
     return token
 
 
+def write_private_json(path: Path, data: object) -> None:
+    """Write a JSON file readable by its owner only (0600), atomically: a reader sees the old file
+    or the new one, never half of one."""
+    tmp = path.with_suffix(f".tmp{os.getpid()}")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as fh:
+        fh.write(json.dumps(data))
+    os.replace(tmp, path)
+
+
 def write_info(folder: Path, info: dict[str, Any]) -> None:
     tmp = folder / f".{INFO}.{os.getpid()}"
     tmp.write_text(json.dumps(info, indent=2) + "\n")

@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from pathlib import Path
 from typing import Any, TypedDict
 
 from ..config import ServerConfig
+from ..state import write_private_json
 from .keeper_wire import stem
 
 FOLDER = "upstream-sessions"
@@ -53,13 +53,8 @@ def load(folder: Path, server: str, cfg: ServerConfig) -> SessionRecord | None:
 
 def save(folder: Path, server: str, cfg: ServerConfig, session_id: str, handshake: dict[str, Any]) -> None:
     folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-    path = _path(folder, server)
-    tmp = path.with_suffix(f".tmp{os.getpid()}")
     record = SessionRecord(sessionId=session_id, handshake=handshake, configHash=config_hash(cfg))
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w") as fh:
-        fh.write(json.dumps(record))
-    os.replace(tmp, path)
+    write_private_json(_path(folder, server), record)
 
 
 def forget(folder: Path, server: str) -> None:

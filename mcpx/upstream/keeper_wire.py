@@ -14,13 +14,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..state import pid_alive
+from ..state import pid_alive, write_private_json
 
 if TYPE_CHECKING:  # the keeper process imports this module: it need not load the config models
     from ..config import ServerConfig
@@ -97,12 +96,7 @@ class Record:
     extra: dict[str, Any] = field(default_factory=dict)
 
     def write(self, folder: Path) -> None:
-        path = folder / f"{stem(self.server)}.json"
-        tmp = path.with_suffix(f".tmp{os.getpid()}")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w") as fh:
-            fh.write(json.dumps(asdict(self)))
-        os.replace(tmp, path)
+        write_private_json(folder / f"{stem(self.server)}.json", asdict(self))
 
     @classmethod
     def read(cls, folder: Path, server: str) -> Record | None:
