@@ -81,8 +81,8 @@ class Daemon:
         self.dispatcher = Dispatcher(config, self.pool, self.hub, self.engine, self.broker)
         # Tasks whose upstream call was itself a task resume polling it after a restart.
         self.engine.resume = upstream_tasks.resumer(self.pool, self.engine)
-        # And plain calls to stdio servers kept across the restart collect their replies.
-        self.engine.reclaim = reclaim.reclaimer(self.pool)
+        # And calls to stdio servers kept across the restart collect their replies.
+        self.engine.reclaim = reclaim.reclaimer(self.pool, self.engine)
         for server in self.pool.servers.values():
             server.on_change = self._on_change
             server.on_resource_updated = self._on_resource_updated

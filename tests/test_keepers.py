@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
 from harness import UNIT, Daemon, RawHost, read_jsonl, reply_of, stdio_server, wait_until
 
 EXT = {"io.modelcontextprotocol/clientCapabilities": {"extensions": {"io.modelcontextprotocol/tasks": {}}}}
@@ -121,6 +122,47 @@ def test_stop_keep_upstreams_hands_the_server_and_its_calls_to_the_next_daemon(
     assert len(inits) <= 1
     d.stop()
     wait_until(lambda: not any(_alive(p) for p in kept), 10, "keeper and server gone after a plain stop")
+
+
+@pytest.mark.parametrize("era", ["legacy", "modern"])
+def test_calls_that_finish_while_no_daemon_is_connected_are_collected_by_the_next(
+    start_daemon: Any, tmp_path: Path, raw_host: Any, era: str
+) -> None:
+    """The replies wait in the keeper and come first on the next connection: the next daemon must
+    know they are its predecessor's before it reads them (the welcome names them), or it drops them
+    and the tasks that wait for them fail with "no record of request"."""
+    d = start_daemon({"mcpServers": {"fx": stdio_server(tmp_path)}, "tasks": {"taskAfterMs": 50}})
+    host = raw_host(d.url)
+    tids = []
+    if era == "legacy":
+        host.initialize()
+        tids = [_legacy_task(host, 0.5) for _ in range(5)]
+    else:
+        for _ in range(5):
+            args = {"name": "fx__slow", "arguments": {"seconds": 0.5, "steps": 1}}
+            tids.append(host.modern("tools/call", args, meta=EXT).json()["result"]["taskId"])
+    wait_until(lambda: _slow_arrived(tmp_path, 5), 10, "the calls upstream")
+    d.stop(signal.SIGKILL)
+    log = tmp_path / "fixture.log.jsonl"
+    wait_until(lambda: sum(e.get("event") == "finished" for e in read_jsonl(log)) >= 5, 10, "the calls to finish")
+    d.start(port=d.port)
+    for tid in tids:
+        if era == "legacy":
+            wait_until(
+                lambda tid=tid: host.legacy("tasks/get", {"taskId": tid}).json()["result"]["status"] != "working", 10
+            )
+            done = host.legacy("tasks/get", {"taskId": tid}).json()["result"]
+            assert done["status"] == "completed", done.get("statusMessage")
+            assert reply_of(host.legacy("tasks/result", {"taskId": tid}))["result"]["content"][0]["text"] == "slept 0.5"
+        else:
+
+            def got(tid: str = tid) -> Any:
+                r = host.modern("tasks/get", {"taskId": tid}, meta=EXT, headers={"Mcp-Name": tid}).json()["result"]
+                return r["status"] != "working" and r
+
+            done = wait_until(got, 10, "the task to end")
+            assert done["status"] == "completed", done.get("statusMessage")
+            assert done["result"]["content"][0]["text"] == "slept 0.5"
 
 
 def test_a_server_that_dies_while_no_daemon_is_connected_fails_its_calls_by_its_exit(

@@ -11,7 +11,7 @@ from typing import Any
 from ..protocol import legacy_tasks as rules
 from ..protocol.errors import InternalError
 from ..store import StoreError
-from ..tasks.engine import now_ms
+from ..tasks.engine import ANCHOR_WAIT_S, now_ms
 from ..tasks.model import Task
 from ..upstream.pool import Route, UpstreamServer
 from .connection import RequestContext
@@ -73,6 +73,7 @@ class LegacyTasks:
                 ttl_ms=ttl,
                 poll_ms=cfg.pollIntervalMs,
                 call=call,
+                anchor_wait_s=ANCHOR_WAIT_S,
             )
         except StoreError as exc:
             raise InternalError(f"could not create the task: {exc}") from None

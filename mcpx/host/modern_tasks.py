@@ -17,7 +17,7 @@ from ..protocol import modern_tasks as rules
 from ..protocol.errors import InternalError, InvalidParams, McpError
 from ..protocol.jsonrpc import Id
 from ..store import StoreError
-from ..tasks.engine import Run, now_ms
+from ..tasks.engine import ANCHOR_WAIT_S, Run, now_ms
 from ..tasks.model import Task
 from ..upstream.pool import Route, UpstreamServer
 from .connection import RequestContext, Send
@@ -158,6 +158,10 @@ class ModernTasks:
     ) -> dict[str, Any]:
         cfg = self.host.config
         slot.decided = True
+        # The handle names work a restarted daemon can carry on (as a legacy handle does), unless
+        # the upstream is slow to take the call; meanwhile its questions wait for the task.
+        with anyio.move_on_after(ANCHOR_WAIT_S):
+            await run.anchored.wait()
         record = self.engine.new_record(
             owner=owner_key(ctx),
             connection=ctx.conn.record_id,

@@ -134,7 +134,7 @@ class UpstreamCalls:
                 on_notify=self.relay(ctx),
                 on_request=self.asker.on_request(ctx, server),
                 timeout=timeout,
-                on_sent=self._remember_request(session) if method == "tools/call" else None,
+                on_sent=self._remember_request(session, plain=True) if method == "tools/call" else None,
             )
             rounds = 0
             while res.get("resultType") == "input_required" and req.mrtr and ctx.era == "legacy":
@@ -159,11 +159,16 @@ class UpstreamCalls:
                 res = {**res, "requestState": self._signed(res, req.bound, req.round_)}
         return res
 
-    def _remember_request(self, session: UpstreamSession) -> OnSent | None:
+    def _remember_request(self, session: UpstreamSession, *, plain: bool) -> OnSent | None:
         """For a call that is (or may become) a task, on a server that outlives the daemon: the
-        request id goes on the task row, so a restarted daemon collects the reply."""
+        request id goes on the task row, so a restarted daemon collects the reply. A `plain` call
+        to any other server can never be carried over a restart: its run is anchored at once."""
         run, run_id = current_run(), session.transport.run_id
-        if run is None or not run.taskable or run_id is None:
+        if run is None or not run.taskable:
+            return None
+        if run_id is None:
+            if plain:
+                run.anchored.set()
             return None
         engine = self.engine
 
@@ -245,6 +250,7 @@ class UpstreamCalls:
                     ask_round=ask_round if ctx.era == "legacy" else None,
                     keep_upstream=lambda: engine.closing,
                     on_status=relay_status,
+                    on_sent=self._remember_request(session, plain=False),
                 )
         except TimeoutError:
             raise UpstreamUnavailable(f"upstream {server.key!r} did not finish tools/call within {timeout} s") from None

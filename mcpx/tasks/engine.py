@@ -50,6 +50,9 @@ EXPIRY_EVERY_S = 1.0
 TRIM_EVERY = 60  # expiry sweeps between two trims of the events table
 CLOSE_GRACE_S = 2.0  # how long close() lets cancelled runs finish their clean-up
 RESTARTED = "the mcpx daemon restarted while this call was running; its result is lost"
+# A task handle waits this long at most for its call to reach the upstream durably (Run.anchored):
+# usually a millisecond or two; a slow upstream only delays the handle by this much.
+ANCHOR_WAIT_S = 1.0
 
 
 def now_ms() -> int:
@@ -84,6 +87,10 @@ class Run:
         self.done = anyio.Event()
         self.task_id: str | None = None
         self.adopted = anyio.Event()  # set once `task_id` names a committed row
+        # Set once a restarted daemon could carry the upstream work on (its request or upstream
+        # task is on the row), once nothing could (a plain call to a server that dies with the
+        # daemon), or when the run ends: a legacy task's handle waits for it (create()).
+        self.anchored = anyio.Event()
         self.upstream_task_id: str | None = None  # the upstream's own task, when the call is one
         self.upstream_request: str | None = None  # a plain call to a kept server (Task.upstream_request)
         self.outcome: Outcome | None = None
@@ -208,8 +215,11 @@ class TaskEngine:
         """The call under `run` became an upstream task: remember its id, durably once the run
         is a task (so a restarted daemon resumes it instead of failing it)."""
         run.upstream_task_id = upstream_task_id
-        if run.task_id is not None:
-            await self._store_upstream_id(run.task_id, upstream_task_id)
+        try:
+            if run.task_id is not None:
+                await self._store_upstream_id(run.task_id, upstream_task_id)
+        finally:
+            run.anchored.set()
 
     async def set_upstream_request(self, run: Run, ref: str) -> None:
         """A plain call under `run` went to a kept server as request `ref`: remembered on the row,
@@ -217,6 +227,7 @@ class TaskEngine:
         call goes on whether or not the row took it."""
         run.upstream_request = ref
         if run.task_id is None:
+            run.anchored.set()
             return  # adopt() copies it
 
         def update(current: Task) -> Task | None:
@@ -226,6 +237,12 @@ class TaskEngine:
             await self.change(run.task_id, update)
         except Exception as exc:  # noqa: BLE001 - only a restart could lose the reply; the call runs on
             log.warning("task %s: could not record its upstream request: %s", run.task_id, exc)
+        finally:
+            run.anchored.set()
+
+    async def store_upstream_task(self, task_id: str, upstream_task_id: str) -> None:
+        """A task's cut call turned out (after a restart) to have become this upstream task."""
+        await self._store_upstream_id(task_id, upstream_task_id)
 
     async def _store_upstream_id(self, task_id: str, upstream_task_id: str) -> None:
         def update(current: Task) -> Task | None:
@@ -246,8 +263,12 @@ class TaskEngine:
         poll_ms: int,
         call: Call,
         by: str | None = None,
+        anchor_wait_s: float = 0.0,
     ) -> Task:
-        """The row is committed before this returns; only then does the work start."""
+        """The row is committed before this returns; only then does the work start. With
+        `anchor_wait_s`, it also waits (that long at most) until a restarted daemon could carry the
+        work on (Run.anchored): a handle given out earlier would name work a SIGKILL could cut
+        before it reached the upstream, which the next daemon can only fail."""
         task = self.new_record(
             owner=owner,
             connection=connection,
@@ -267,6 +288,9 @@ class TaskEngine:
         run = Run(task.era)
         run.task_id = task.id
         self._start(run, lambda: call(task))
+        if anchor_wait_s > 0:
+            with anyio.move_on_after(anchor_wait_s):
+                await run.anchored.wait()
         return task
 
     def new_record(
@@ -371,6 +395,7 @@ class TaskEngine:
             if run.task_id is not None:
                 self._scopes.pop(run.task_id, None)
             run.done.set()
+            run.anchored.set()
             if run.also_wake is not None:
                 run.also_wake.set()
             self._runs.discard(run)

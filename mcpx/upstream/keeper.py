@@ -7,7 +7,9 @@ is connected to its unix socket (0600, in the state folder's keepers/). While no
 connected it answers the server's pings itself and holds what the server writes, up to
 `buffer_bytes` (beyond that lines are dropped and counted: the next daemon is told). It also keeps
 the last replies it relayed, because a daemon killed mid-read loses what sat in its socket buffer;
-a new daemon gets those again first (replies to requests it never made are dropped there).
+a new daemon gets those again first. Its welcome names the ids of every reply it is about to
+replay, so the daemon knows which of its predecessor's calls still have a reply coming before it
+reads them (replies nobody claims are dropped there).
 
 It ends, stopping its server by process group, when the server exits (recording the exit code for
 the next daemon), when a daemon says `stop` or on SIGTERM, or when no daemon has been connected
@@ -52,14 +54,14 @@ class Keeper:
         self.conn: SocketStream | None = None
         self._conn_lock = anyio.Lock()  # one writer to the daemon at a time; welcome + backlog stay whole
         self._stdin_lock = anyio.Lock()
-        # Server lines while no daemon is connected, each with its request id if it is a request.
-        self.backlog: deque[tuple[bytes, str | None]] = deque()
+        # Server lines while no daemon is connected: (line, its id if it is a request, its id if a reply).
+        self.backlog: deque[tuple[bytes, str | None, wire.Id | None]] = deque()
         # The server's requests a daemon got but did not answer: a daemon that died owes them,
         # so the next one gets them again (and answers, if only to say it cannot).
         self.asked: dict[str, bytes] = {}
         self.backlog_bytes = 0
         self.lost = 0
-        self.recent: deque[bytes] = deque()  # replies relayed lately
+        self.recent: deque[tuple[bytes, wire.Id]] = deque()  # replies relayed lately, with their ids
         self.recent_bytes = 0
         self.handshake: dict[str, Any] | None = None
         self.next_id = 1
@@ -162,22 +164,23 @@ class Keeper:
         except ValueError:
             msg = None
         asked = None
+        reply: wire.Id | None = None
         if isinstance(msg, dict) and "id" in msg and "method" not in msg:
             self.outstanding.pop(json.dumps(msg["id"]), None)
-            self._remember_reply(line)
+            reply = msg["id"] if isinstance(msg["id"], (str, int)) else None
         elif isinstance(msg, dict) and "id" in msg:
             if msg.get("method") == "ping" and self.conn is None:
                 # Nobody to ask: a server that pings its client must not think it is gone.
                 await self._to_server(wire.encode({"jsonrpc": "2.0", "id": msg["id"], "result": {}}))
                 return
             asked = json.dumps(msg["id"])
-        await self._to_daemon(line, asked)
+        await self._to_daemon(line, asked, reply=reply)
 
-    def _remember_reply(self, line: bytes) -> None:
-        self.recent.append(line)
+    def _remember_reply(self, line: bytes, rid: wire.Id) -> None:
+        self.recent.append((line, rid))
         self.recent_bytes += len(line)
         while len(self.recent) > REPLAY_REPLIES or self.recent_bytes > REPLAY_BYTES:
-            self.recent_bytes -= len(self.recent.popleft())
+            self.recent_bytes -= len(self.recent.popleft()[0])
 
     async def _to_server(self, line: bytes) -> None:
         assert self.proc is not None and self.proc.stdin is not None
@@ -187,12 +190,16 @@ class Keeper:
             except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
                 log.info("%s: its stdin is closed; a line from the daemon was not delivered", self.spec.server)
 
-    async def _to_daemon(self, line: bytes, asked: str | None = None, *, hold: bool = True) -> None:
+    async def _to_daemon(
+        self, line: bytes, asked: str | None = None, *, reply: wire.Id | None = None, hold: bool = True
+    ) -> None:
         async with self._conn_lock:
             conn = self.conn
             if conn is not None:
                 try:
                     await conn.send(line)
+                    if reply is not None:
+                        self._remember_reply(line, reply)
                     if asked is not None:
                         self.asked[asked] = line
                         if len(self.asked) > MAX_OUTSTANDING:
@@ -207,7 +214,7 @@ class Keeper:
                 if self.lost == 1:
                     log.warning("%s: no daemon and %d bytes held; dropping lines", self.spec.server, self.backlog_bytes)
                 return
-            self.backlog.append((line, asked))
+            self.backlog.append((line, asked, reply))
             self.backlog_bytes += len(line)
 
     # ---- daemon side ---------------------------------------------------------------------
@@ -222,6 +229,9 @@ class Keeper:
             old, self.conn = self.conn, None
             if old is not None:
                 await old.aclose()  # a newer daemon took over
+            # Every reply about to be replayed, named up front: the daemon must know a reply is
+            # coming before it reads one, or a task could look for it too early and give up.
+            replayed = [rid for _, rid in self.recent] + [rid for _, _, rid in self.backlog if rid is not None]
             welcome = wire.control(
                 "welcome",
                 runId=self.run_id,
@@ -229,19 +239,21 @@ class Keeper:
                 handshake=self.handshake,
                 nextId=self.next_id,
                 outstanding=list(self.outstanding.values()),
+                replayed=replayed,
                 lost=self.lost,
             )
-            backlog = [line for line, _ in self.backlog]
+            recent = b"".join(line for line, _ in self.recent)
+            backlog = b"".join(line for line, _, _ in self.backlog)
             try:
-                await conn.send(
-                    wire.encode(welcome) + b"".join(self.recent) + b"".join(self.asked.values()) + b"".join(backlog)
-                )
+                await conn.send(wire.encode(welcome) + recent + b"".join(self.asked.values()) + backlog)
             except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
                 await conn.aclose()
                 return
-            for line, asked in self.backlog:
+            for line, asked, reply in self.backlog:
                 if asked is not None:
                     self.asked[asked] = line
+                if reply is not None:  # relayed now: replayed again if this daemon dies unread
+                    self._remember_reply(line, reply)
             self.backlog.clear()
             self.backlog_bytes = 0
             self.lost = 0

@@ -2,7 +2,8 @@
 
 On start the transport looks for the server's keeper record: a live keeper for the same command,
 args, env and cwd is reconnected (and its welcome says which server run it keeps, the handshake a
-previous daemon made, the next free request id, and the requests still unanswered); a keeper for
+previous daemon made, the next free request id, the requests still unanswered and the replies it
+replays); a keeper for
 another configuration, a dead one, or a record left by a server that exited is retired (keeper and
 server group stopped, files removed) and a new keeper is started.
 """
@@ -59,6 +60,10 @@ class KeeperTransport:
         self.handshake: dict[str, Any] | None = None  # a previous daemon's, to adopt
         self.next_id = 1
         self.outstanding: list[tuple[Id, str]] = []  # a previous daemon's unanswered requests
+        self.replayed: list[Id] = []  # a previous daemon's answered requests whose replies follow the welcome
+        # Called with the welcome read and before any line after it is fed: the session learns
+        # which replies are its predecessor's before the first of them arrives.
+        self.on_welcome: Callable[[], None] | None = None
         self.lost = 0  # lines the keeper dropped while no daemon was connected
         self.reconnected = False
         self.previous_exit: int | None = None  # a server that ended while no daemon was connected
@@ -82,6 +87,8 @@ class KeeperTransport:
             if not isinstance(welcome, dict) or welcome.get(wire.CONTROL) != "welcome":
                 raise RuntimeError(f"the keeper of {self.name!r} did not say welcome")
             self._welcomed(welcome)
+            if self.on_welcome is not None:
+                self.on_welcome()
             started()
             try:
                 while True:
@@ -119,6 +126,7 @@ class KeeperTransport:
             for item in welcome.get("outstanding") or []
             if isinstance(item, list) and len(item) == 2 and isinstance(item[0], (str, int))
         ]
+        self.replayed = [rid for rid in welcome.get("replayed") or [] if isinstance(rid, (str, int))]
         lost = welcome.get("lost")
         self.lost = lost if isinstance(lost, int) else 0
         if self.lost:

@@ -4,7 +4,9 @@ is recorded in the state folder. Both sides import this; nothing here starts any
 The socket carries one JSON object per line. Lines from the server are relayed as they are; a
 line whose object has the key CONTROL is the keeper's own (or, daemon to keeper, an order):
 
-  keeper -> daemon, first line:  {CONTROL: "welcome", runId, handshake, nextId, outstanding, lost}
+  keeper -> daemon, first line:  {CONTROL: "welcome", runId, handshake, nextId, outstanding, replayed, lost}
+                                  then the replies it replays (their ids are `replayed`), the
+                                  server's unanswered requests, and what it held meanwhile
   keeper -> daemon:               {CONTROL: "exit", code}            the server ended
   daemon -> keeper:               {CONTROL: "handshake", handshake}  kept for the next daemon
   daemon -> keeper:               {CONTROL: "stop"}                  stop the server and exit
@@ -25,6 +27,7 @@ if TYPE_CHECKING:  # the keeper process imports this module: it need not load th
     from ..config import ServerConfig
 
 CONTROL = "mcpx-keeper"
+Id = str | int  # a JSON-RPC request id
 FOLDER = "keepers"
 MAX_LINE = 64 * 1024 * 1024
 # A unix socket path may hold about 107 bytes; a longer one is reached through its folder's fd.

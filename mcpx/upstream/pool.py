@@ -185,6 +185,7 @@ class UpstreamServer:
         session.detached = self.detached
         if keeper is not None:
             keeper.detach = self.detached
+            keeper.on_welcome = lambda: _inherit(keeper, session)
         async with anyio.create_task_group() as tg:
             session.tg = tg
             await tg.start(self._run_transport, transport, session)
@@ -237,7 +238,6 @@ class UpstreamServer:
         keeper its handshake for the next daemon."""
         if keeper.previous_exit is not None:
             self.previous_exit = keeper.previous_exit
-        session.inherited = {rid for rid, _ in keeper.outstanding}
         if keeper.handshake is not None and session.adopt(keeper.handshake, keeper.next_id):
             log.info("upstream %s: carrying on its session (%d requests of the last daemon in flight)",
                      self.key, len(keeper.outstanding))  # fmt: skip
@@ -585,3 +585,10 @@ class UpstreamPool:
             async with anyio.create_task_group() as tg:
                 for server in self.servers.values():
                     tg.start_soon(server.stop)
+
+
+def _inherit(keeper: KeeperTransport, session: UpstreamSession) -> None:
+    """What a kept server owes the previous daemon, known before any of it is read: the ids below
+    `nextId` are that daemon's, and the unanswered and replayed ones are still to be claimed."""
+    session.continue_ids(keeper.next_id)
+    session.inherited = {rid for rid, _ in keeper.outstanding} | set(keeper.replayed)

@@ -37,7 +37,7 @@ import anyio
 
 from ..protocol.errors import INTERNAL_ERROR, INVALID_PARAMS, InternalError, UpstreamError, UpstreamUnavailable
 from ..protocol.revisions import META_RELATED_TASK, TASKS_EXTENSION, Era
-from .session import OnNotify, OnRequest
+from .session import OnNotify, OnRequest, OnSent
 
 if TYPE_CHECKING:
     from ..tasks.engine import Resume, TaskEngine
@@ -70,6 +70,7 @@ class TaskSession(Protocol):
         on_notify: OnNotify | None = None,
         on_request: OnRequest | None = None,
         timeout: float | None = None,
+        on_sent: OnSent | None = None,
     ) -> dict[str, Any]: ...
 
     def shape_params(
@@ -418,6 +419,7 @@ async def call(
     keep_upstream: Callable[[], bool] = lambda: False,
     sleep: Sleep = anyio.sleep,
     on_status: OnStatus | None = None,
+    on_sent: OnSent | None = None,
 ) -> dict[str, Any]:
     """`tools/call` (unshaped params, the upstream's tool name) as an upstream task.
 
@@ -434,6 +436,7 @@ async def call(
             on_notify=on_notify,
             on_request=on_request,
             timeout=None,  # an inline answer may take as long as the tool does; the caller bounds it
+            on_sent=on_sent,  # a kept server: a restarted daemon collects the CreateTaskResult (reclaim.py)
         )
         task = created_task(session, res)
         if task is not None:
@@ -484,37 +487,53 @@ async def resume(
 def resumer(pool: UpstreamPool, engine: TaskEngine) -> Resume:
     """The engine's resume callback (`TaskEngine.resume`): finish an mcpx task from its upstream
     task id, once that upstream is ready, with the result shaped for the task's host era."""
-    from ..protocol import shaping
-    from ..protocol.revisions import LEGACY_LATEST, MODERN
 
     async def run(task: Task) -> dict[str, Any]:
-        server = pool.servers.get(task.upstream)
         upstream_task_id = task.upstream_task_id
         if upstream_task_id is None:  # the engine resumes only rows that name one
             raise InternalError(f"task {task.id} names no upstream task to follow")
-        if server is None:
-            raise UpstreamUnavailable(
-                f"upstream {task.upstream!r} is no longer configured; its task {task.upstream_task_id} cannot be followed"
-            )
-        on_input = None
-        if task.era == "modern":
-
-            async def on_input(requests: dict[str, Any]) -> dict[str, Any]:
-                return await engine.ask(task.id, requests)
-
-        async def on_status(status: str, message: str | None) -> None:
-            await engine.set_status_message(task.id, message)
-
-        res = await resume(
-            server.ready_session,
-            upstream_task_id,
-            on_input=on_input,
-            keep_upstream=lambda: engine.closing,
-            on_status=on_status,
-        )
-        return shaping.call_result_for(res, LEGACY_LATEST if task.era == "legacy" else MODERN)
+        return await follow(pool, engine, task, upstream_task_id)
 
     return run
 
 
-__all__ = ["Follower", "call", "created_task", "poll_delay", "resume", "resumer", "task_capable", "upstream_tool"]
+async def follow(pool: UpstreamPool, engine: TaskEngine, task: Task, upstream_task_id: str) -> dict[str, Any]:
+    """Finish the mcpx task `task` from upstream task `upstream_task_id` a previous daemon started."""
+    from ..protocol import shaping
+    from ..protocol.revisions import LEGACY_LATEST, MODERN
+
+    server = pool.servers.get(task.upstream)
+    if server is None:
+        raise UpstreamUnavailable(
+            f"upstream {task.upstream!r} is no longer configured; its task {upstream_task_id} cannot be followed"
+        )
+    on_input = None
+    if task.era == "modern":
+
+        async def on_input(requests: dict[str, Any]) -> dict[str, Any]:
+            return await engine.ask(task.id, requests)
+
+    async def on_status(status: str, message: str | None) -> None:
+        await engine.set_status_message(task.id, message)
+
+    res = await resume(
+        server.ready_session,
+        upstream_task_id,
+        on_input=on_input,
+        keep_upstream=lambda: engine.closing,
+        on_status=on_status,
+    )
+    return shaping.call_result_for(res, LEGACY_LATEST if task.era == "legacy" else MODERN)
+
+
+__all__ = [
+    "Follower",
+    "call",
+    "created_task",
+    "follow",
+    "poll_delay",
+    "resume",
+    "resumer",
+    "task_capable",
+    "upstream_tool",
+]

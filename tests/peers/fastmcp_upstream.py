@@ -5,6 +5,7 @@ Run it with the ``fastmcp-tasks`` peer venv's python (``peer_python("fastmcp-tas
 
     python fastmcp_upstream.py stdio [--events FILE]
     python fastmcp_upstream.py http --port N [--ready-file FILE] [--events FILE]   # /mcp
+    [--concurrency N]: tasks its worker runs at once (fastmcp-tasks' default: 10)
 
 Tools:
   slow(seconds=1.0, steps=1, text="done")  ``task=True`` (optional): as a task only when the
@@ -48,9 +49,10 @@ class LoggedTasks(TasksExtension):
         return await super()._handle_update(ctx, params)
 
 
-def build_server() -> FastMCP:
+def build_server(concurrency: int | None = None) -> FastMCP:
     mcp = FastMCP("fastmcp-upstream")
-    mcp.add_extension(LoggedTasks(url="memory://"))
+    # concurrency: tasks its in-memory Docket worker runs at once (fastmcp-tasks' default is 10).
+    mcp.add_extension(LoggedTasks(url="memory://", concurrency=concurrency))
 
     @mcp.tool(task=True)
     async def slow(seconds: float = 1.0, steps: int = 1, text: str = "done") -> str:
@@ -81,16 +83,17 @@ async def run_http(mcp: FastMCP, port: int, ready_file: str | None) -> None:
     )
 
 
-def main(build: Callable[[], FastMCP] = build_server, events: Events = _event) -> None:
+def main(build: Callable[..., FastMCP] = build_server, events: Events = _event) -> None:
     """The command line of this driver and of ``q_fastmcp_upstream.py`` (its own server and events)."""
     parser = argparse.ArgumentParser()
     parser.add_argument("mode", choices=("stdio", "http"))
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--ready-file")
     parser.add_argument("--events")
+    parser.add_argument("--concurrency", type=int, help="tasks run at once (build_server only)")
     args = parser.parse_args()
     events.path = args.events
-    mcp = build()
+    mcp = build(concurrency=args.concurrency) if args.concurrency else build()
     if args.mode == "stdio":
         anyio.run(lambda: mcp.run_stdio_async(show_banner=False, log_level="WARNING"))
     else:

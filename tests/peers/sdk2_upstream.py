@@ -47,8 +47,8 @@ def build_server() -> MCPServer:
         return text
 
     @server.tool()
-    async def slow(ctx: Context, seconds: float = 1.0, steps: int = 1) -> str:
-        """Sleep `seconds` in total, reporting progress after each of `steps` steps."""
+    async def slow(ctx: Context, seconds: float = 1.0, steps: int = 1, text: str = "done") -> str:
+        """Sleep `seconds` in total, reporting progress after each of `steps` steps; say `text`."""
         steps = max(1, int(steps))
         _event("slow_start", seconds=seconds, steps=steps)
         try:
@@ -59,7 +59,7 @@ def build_server() -> MCPServer:
             _event("slow_cancelled", seconds=seconds, steps=steps)
             raise
         _event("slow_done", seconds=seconds, steps=steps)
-        return f"done after {steps} steps"
+        return f"{text} after {steps} steps"
 
     @server.tool()
     def fail() -> str:

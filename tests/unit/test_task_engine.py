@@ -346,6 +346,56 @@ async def test_a_task_that_became_an_upstream_task_records_its_id_durably(tmp_pa
     assert kinds == ["task.created"]  # nothing a host or operator sees changed
 
 
+@pytest.mark.parametrize("anchor", ["upstream request", "upstream task"])
+async def test_a_handle_waits_until_a_restart_could_carry_the_call_on(tmp_path: Path, anchor: str) -> None:
+    """create(anchor_wait_s=...) returns once the row names the upstream work (the request sent to
+    a kept server, or the upstream's task): a SIGKILL after the handle cannot cut work that never
+    reached the upstream."""
+
+    async def call(task: Task) -> dict[str, Any]:
+        run = current_run()
+        assert run is not None
+        await anyio.sleep(0.05)  # the upstream is reached a little later
+        if anchor == "upstream request":
+            await engine.set_upstream_request(run, "run-1/7")
+        else:
+            await engine.set_upstream_task(run, "up-7")
+        await anyio.Event().wait()
+        raise AssertionError("unreachable")
+
+    async with running(tmp_path / "mcpx.db") as engine:
+        with anyio.fail_after(5):
+            task = await engine.create(
+                owner=OWNER, connection="c-1", upstream="up", tool="echo", arguments={}, era="legacy",
+                ttl_ms=600_000, poll_ms=1000, call=call, anchor_wait_s=5,
+            )  # fmt: skip
+        stored = await engine.store.get_task(task.id)
+    assert stored is not None
+    assert (stored.upstream_request, stored.upstream_task_id) == (
+        ("run-1/7", None) if anchor == "upstream request" else (None, "up-7")
+    )
+
+
+async def test_a_handle_waits_no_longer_than_its_bound_nor_past_the_calls_end(tmp_path: Path) -> None:
+    async def never_anchored(task: Task) -> dict[str, Any]:
+        await anyio.Event().wait()
+        raise AssertionError("unreachable")
+
+    async def quick(task: Task) -> dict[str, Any]:
+        return RESULT
+
+    async with running(tmp_path / "mcpx.db") as engine:
+        kw: dict[str, Any] = dict(owner=OWNER, connection="c-1", upstream="up", tool="echo", arguments={})
+        kw.update(era="legacy", ttl_ms=600_000, poll_ms=1000, anchor_wait_s=0.2)
+        started = anyio.current_time()
+        await engine.create(call=never_anchored, **kw)
+        waited = anyio.current_time() - started
+        with anyio.fail_after(0.15):  # an ended call anchors its run: no wait for the bound
+            done = await engine.create(call=quick, **kw)
+        await engine.wait_terminal(done.id)
+    assert 0.2 <= waited < 2
+
+
 async def test_a_new_status_message_is_one_status_event_and_repeating_it_is_none(tmp_path: Path) -> None:
     async with running(tmp_path / "mcpx.db") as engine:
         task = await create(engine, blocked_forever())

@@ -60,6 +60,7 @@ class FakeSession:
         on_notify: Any = None,
         on_request: Any = None,
         timeout: float | None = None,
+        on_sent: Any = None,
     ) -> dict[str, Any]:
         self.sent.append((method, params or {}))
         queue = self.replies.get(method)
