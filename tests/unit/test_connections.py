@@ -100,7 +100,7 @@ async def test_update_stores_details_learnt_later_with_an_updated_event(tmp_path
     async with registry_on(tmp_path / "mcpx.db") as (registry, w):
         await registry.open(rec("c-1"))
         await registry.update("c-1", revision="2025-11-25", client_info={"name": "ide"})
-        await registry.update("c-unknown", revision="x")  # not a live connection: ignored
+        await registry.update("c-unknown", revision="x", client_info={})  # not a live connection: ignored
         stored = await w.store.get_connection("c-1")
         assert registry.get("c-1") == stored
     assert stored is not None and (stored.revision, stored.client_info) == ("2025-11-25", {"name": "ide"})
