@@ -23,7 +23,7 @@ _TESTS = Path(__file__).resolve().parent
 if str(_TESTS) not in sys.path:  # also under --import-mode=importlib
     sys.path.insert(0, str(_TESTS))
 
-from peers.venvs import peer_python  # noqa: E402
+from peers.venvs import peer_python  # noqa: E402 - importable only once the sys.path line above has run
 
 PEERS = _TESTS / "peers"
 HOST = PEERS / "sdk2_host.py"
