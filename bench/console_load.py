@@ -93,7 +93,7 @@ class Timer:
             if seen > self.painted_after:
                 self.painted_after, self.painted_at = seen, time.perf_counter()
 
-        screen._compositor_refresh = timed_render  # type: ignore[method-assign]
+        screen._compositor_refresh = timed_render  # type: ignore[method-assign]  # timing the real render: wrapped in place, so the app calls it as before
 
     def watch(self, owner: Any, action: str, moves: Callable[[], object]) -> None:
         """Count runs of `owner.action_<action>`; `moves` says what it should change."""

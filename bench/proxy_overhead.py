@@ -324,7 +324,7 @@ def main() -> int:
             if not args.wire_log:
                 # The harness turns on the test-only frame log (MCPX_WIRE_LOG: a file opened per frame
                 # sent); an empty value turns it off, as in a real deployment.
-                d.wire_log = ""  # type: ignore[assignment]
+                d.wire_log = ""  # type: ignore[assignment]  # the harness types it a Path; an empty string is what turns the log off
         rows: list[Row] = []
         try:
             daemon.start()

@@ -164,7 +164,7 @@ def main() -> int:
                     times[s] += gets(clients[s], ids[s], args.gets, rng)
             for s in sizes:
                 q = statistics.quantiles(times[s], n=100)
-                mem = rss_kb(daemons[s].proc.pid)  # type: ignore[union-attr]
+                mem = rss_kb(daemons[s].proc.pid)  # type: ignore[union-attr]  # started above
                 results.append(
                     {
                         "tasks": s,

@@ -65,7 +65,7 @@ def _has_uvloop() -> bool:
     if os.environ.get("MCPX_LOOP") == "asyncio":
         return False
     try:
-        import uvloop  # noqa: F401
+        import uvloop  # noqa: F401 - imported only to learn whether it is installed
     except ImportError:
         return False
     return True

@@ -73,28 +73,30 @@ class Api:
         except (OSError, KeyError, ValueError) as exc:
             raise CliError(f"cannot use the daemon's info or token in {folder}: {exc}") from None
 
-    def _call(self, method: str, path: str, **kw: Any) -> Any:
+    def _call(
+        self, method: str, path: str, params: dict[str, Any] | None = None, body: dict[str, Any] | None = None
+    ) -> Any:
         try:
-            resp = self.client.request(method, path, **kw)
+            resp = self.client.request(method, path, params=params, json=body)
         except httpx.HTTPError as exc:
             pid = self.info.get("pid")
             raise CliError(f"daemon pid {pid} does not answer on port {self.port}: {exc}") from None
         try:
-            body = resp.json()
+            answer = resp.json()
         except ValueError:
-            body = None
+            answer = None
         if resp.is_success:
-            return body
-        if isinstance(body, dict) and isinstance(body.get("error"), str):
-            fields = body.get("fields")
-            raise ApiError(resp.status_code, body["error"], fields if isinstance(fields, dict) else None)
+            return answer
+        if isinstance(answer, dict) and isinstance(answer.get("error"), str):
+            fields = answer.get("fields")
+            raise ApiError(resp.status_code, answer["error"], fields if isinstance(fields, dict) else None)
         raise ApiError(resp.status_code, resp.text.strip() or resp.reason_phrase, None)
 
     def get(self, path: str, params: dict[str, Any] | None = None) -> Any:
         return self._call("GET", path, params={k: v for k, v in (params or {}).items() if v is not None})
 
     def post(self, path: str, body: dict[str, Any]) -> Any:
-        return self._call("POST", path, json=body)
+        return self._call("POST", path, body=body)
 
     def feed(self, subscribe: dict[str, Any]) -> Iterator[dict[str, Any]]:
         """Every message of the `/v1/events` websocket after sending `subscribe`; ends when it closes."""

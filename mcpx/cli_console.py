@@ -6,9 +6,9 @@ import argparse
 import getpass
 import sys
 from pathlib import Path
-from typing import Any
 
 from .cli_client import running_daemon
+from .cli_ops import Subcommands
 from .config import state_dir
 
 CONSOLE_EPILOG = """\
@@ -20,7 +20,7 @@ exit codes: 0 closed, 1 no daemon runs (and no --start or --demo), 2 usage
 """
 
 
-def add_console_parser(sub: Any) -> None:
+def add_console_parser(sub: Subcommands) -> None:
     c = sub.add_parser(
         "console",
         help="the operator console: every host's tasks live, questions answered here",

@@ -10,7 +10,7 @@ import signal
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeAlias
 
 import anyio
 
@@ -208,6 +208,10 @@ def cmd_stop(args: argparse.Namespace) -> int:
 
 
 # ---- the parsers -------------------------------------------------------------------------------
+# What `add_subparsers` returns; argparse names the class private, but typeshed types it so.
+Subcommands: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
+
+
 def epilog(text: str) -> dict[str, Any]:
     return {"epilog": text, "formatter_class": argparse.RawDescriptionHelpFormatter}
 
@@ -223,7 +227,7 @@ def base_options(sp: argparse.ArgumentParser, json_flag: bool = True) -> None:
         sp.add_argument("--json", action="store_true", help="print the API's JSON instead of text")
 
 
-def add_tasks_parser(sub: Any) -> None:
+def add_tasks_parser(sub: Subcommands) -> None:
     t = sub.add_parser("tasks", help="list, show, cancel and watch tasks", **epilog(TASKS_EPILOG))
     tsub = t.add_subparsers(dest="tasks_command", required=True, metavar="{ls,show,cancel,watch}")
 
@@ -264,7 +268,7 @@ def add_tasks_parser(sub: Any) -> None:
     watch.set_defaults(func=cmd_tasks_watch)
 
 
-def add_audit_parser(sub: Any) -> None:
+def add_audit_parser(sub: Subcommands) -> None:
     a = sub.add_parser("audit", help="the event log (who created, cancelled, answered what)", **epilog(AUDIT_EPILOG))
     a.add_argument("--since", type=int, default=0, metavar="N", help="events after #N (default 0: from the oldest)")
     a.add_argument("--limit", type=int, default=500, metavar="N", help="at most N events (1-5000, default 500)")
@@ -274,7 +278,7 @@ def add_audit_parser(sub: Any) -> None:
     a.set_defaults(func=cmd_audit)
 
 
-def add_stop_parser(sub: Any) -> None:
+def add_stop_parser(sub: Subcommands) -> None:
     s = sub.add_parser("stop", help="stop the running daemon (SIGTERM, then wait)", **epilog(STOP_EPILOG))
     s.add_argument("--timeout", type=float, default=15.0, metavar="S", help="seconds to wait (default 15)")
     s.add_argument(

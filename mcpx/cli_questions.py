@@ -14,7 +14,7 @@ from typing import Any
 from . import cli_format as fmt
 from . import elicitation
 from .cli_client import EXIT_OK, EXIT_USAGE, Api, ApiError, CliError
-from .cli_ops import base_options, default_by, epilog
+from .cli_ops import Subcommands, base_options, default_by, epilog
 from .config import state_dir
 
 
@@ -149,7 +149,7 @@ def _closed_how(api: Api, qid: str) -> str:
     return f" ({q['status']}: {q['reason']})" if q.get("reason") else ""
 
 
-def add_questions_parser(sub: Any) -> None:
+def add_questions_parser(sub: Subcommands) -> None:
     raw = argparse.RawDescriptionHelpFormatter
     q = sub.add_parser(
         "questions", help="questions upstreams ask (elicitation, sampling, roots)", epilog=EPILOG, formatter_class=raw

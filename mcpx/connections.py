@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import secrets
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -81,7 +82,7 @@ class ConnectionRegistry:
         self.live: dict[str, ConnectionRecord] = {}
         self.by_key: dict[str, str] = {}  # stateless identity key -> record id
         self._seen: dict[str, int] = {}  # last-seen times not yet stored
-        self.on_idle_close: list[Any] = []  # callables(record) told when a stateless host is closed
+        self.on_idle_close: list[Callable[[ConnectionRecord], None]] = []  # told when a stateless host is closed
 
     async def restore(self) -> None:
         """Records the previous daemon left open: shims died with it (their socket is gone);
@@ -111,12 +112,12 @@ class ConnectionRegistry:
             self.by_key[record.key] = record.id
         return record
 
-    async def update(self, record_id: str, **changes: Any) -> None:
-        """A detail learnt later (a session's revision and clientInfo at initialize)."""
+    async def update(self, record_id: str, *, revision: str | None, client_info: dict[str, Any]) -> None:
+        """What a stdio connection learns at initialize: its revision and clientInfo."""
         record = self.live.get(record_id)
         if record is None:
             return
-        record = replace(record, **changes)
+        record = replace(record, revision=revision, client_info=client_info)
         self.live[record_id] = record
         await self.store.put_connection(record, [Event("connection.updated", record.wire(), connection_id=record_id)])
 

@@ -23,6 +23,7 @@ from starlette.routing import Route, WebSocketRoute
 from . import __version__, state
 from .api import v1
 from .api.feed import FeedEndpoint
+from .api.models import DaemonPhase
 from .auth import TokenTable
 from .broker import Broker
 from .config import CONFIG_SEARCH, Config
@@ -103,7 +104,7 @@ class Daemon:
         )
         self.registry.on_idle_close.append(self.endpoint.forget_stateless)
         self.operations = Operations(engine=self.engine, broker=self.broker, registry=self.registry, bus=self.bus)
-        self.phase = "starting"
+        self.phase: DaemonPhase = "starting"
         self.url: str | None = None
         self._server: _Server | None = None
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import signal
 import stat
 import subprocess
@@ -126,6 +127,30 @@ def test_signal_stops_the_daemon_and_its_upstream_children(start_daemon: Any, tm
     assert not (d.state_dir / "daemon.json").exists()
     wait_until(lambda: not _fixture_pids(log), 10, "upstream child to exit")
     assert "Traceback" not in d.stderr()
+
+
+def test_a_clean_stop_after_a_task_logs_no_failed_expiry_sweep(
+    start_daemon: Any, tmp_path: Path, raw_host: Any
+) -> None:
+    """On SIGTERM the task store closes before the upstreams stop; an expiry sweep that wakes in
+    between sees a shutdown and must not log a failure."""
+    fx = stdio_server(tmp_path)
+    # It lingers after its stdin closes, until the SIGTERM 2 s later: the daemon stays in "stopping
+    # upstreams" past the next expiry sweep (every 1 s), which then finds the store closed.
+    lingering = {"command": "/bin/sh", "args": ["-c", shlex.join([fx["command"], *fx["args"]]) + "; sleep 30"]}
+    d = start_daemon({"mcpServers": {"fx": lingering}})
+    assert d.status()["phase"] == "serving"
+    host = raw_host(d.url)
+    host.initialize()
+    frame = host.legacy("tools/call", {"name": "fx__echo", "arguments": {"text": "x"}, "task": {"ttl": 60_000}})
+    task_id = frame.json()["result"]["task"]["taskId"]
+    wait_until(
+        lambda: host.legacy("tasks/get", {"taskId": task_id}).json()["result"]["status"] == "completed",
+        what="the task to complete",
+    )
+    assert d.stop() == 0
+    failed = [line for line in d.stderr().splitlines() if "WARNING" in line and "sweep failed" in line]
+    assert failed == [], d.stderr()
 
 
 def test_state_folder_can_be_reused_after_a_clean_stop(start_daemon: Any, tmp_path: Path) -> None:

@@ -17,6 +17,7 @@ from typing import Any
 
 import httpx
 import pytest
+from harness import wait_until
 
 FIXTURE = Path(__file__).parent / "fixtures" / "upstream_server.py"
 MODERN = "2026-07-28"
@@ -36,13 +37,13 @@ def read_log(path: Path) -> list[dict[str, Any]]:
 
 
 def wait_for_log(path: Path, pred: Callable[[dict], bool], timeout: float = 5.0) -> dict[str, Any]:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        for ev in read_log(path):
-            if pred(ev):
-                return ev
-        time.sleep(0.02)
-    raise AssertionError(f"no matching log event in {read_log(path)!r}")
+    try:
+        found: dict[str, Any] = wait_until(
+            lambda: next((ev for ev in read_log(path) if pred(ev)), None), timeout, "a matching log event"
+        )
+    except AssertionError:
+        raise AssertionError(f"no matching log event in {read_log(path)!r}") from None
+    return found
 
 
 class Stdio:
@@ -303,11 +304,8 @@ class Http:
             cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
         )
         try:
-            deadline = time.monotonic() + 10
-            while not ready.exists():
-                assert self.proc.poll() is None, "fixture exited early"
-                assert time.monotonic() < deadline, "fixture did not become ready"
-                time.sleep(0.02)
+            wait_until(lambda: ready.exists() or self.proc.poll() is not None, 10, "the fixture to become ready")
+            assert self.proc.poll() is None, "fixture exited early"
             self.url = f"http://127.0.0.1:{int(ready.read_text())}/mcp"
         except BaseException:
             self.close()
@@ -378,17 +376,18 @@ def test_http_legacy_session_flow(tmp_path: Path) -> None:
 
         # cancel a streaming call with notifications/cancelled: the stream ends without a response
         result: list[list[dict]] = []
+        streaming = threading.Event()
 
         def run() -> None:
             with h.client.stream(
                 "POST", h.url, headers=hdr, json=rpc(6, "tools/call", call("slow", {"seconds": 20}))
             ) as resp:
+                streaming.set()  # the fixture registers the call before it starts the response
                 result.append(sse_messages(resp))
 
         t = threading.Thread(target=run)
         t.start()
-        wait_for_log(log, lambda e: e.get("msg", {}).get("id") == 6)
-        time.sleep(0.1)
+        assert streaming.wait(5), "the call's stream did not start"
         r = h.post({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 6}}, **hdr)
         assert r.status_code == 202
         t.join(timeout=5)

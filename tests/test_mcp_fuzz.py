@@ -147,7 +147,7 @@ def fuzzed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Daemon, R
     before = rss_kb(d.proc.pid)  # type: ignore[union-attr]  # started above
     try:
         yield d, host
-        after = rss_kb(d.proc.pid)  # type: ignore[union-attr]
+        after = rss_kb(d.proc.pid)  # type: ignore[union-attr]  # started above
         print(f"\n/mcp fuzz: daemon RSS {before / 1024:.1f} MB before, {after / 1024:.1f} MB after")
         assert after < before * 1.5 + 20_000, (before, after)  # flat, with room for caches warming up
     finally:

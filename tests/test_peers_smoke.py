@@ -12,7 +12,6 @@ import json
 import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -23,7 +22,8 @@ _TESTS = Path(__file__).resolve().parent
 if str(_TESTS) not in sys.path:  # also under --import-mode=importlib
     sys.path.insert(0, str(_TESTS))
 
-from peers.venvs import peer_python  # noqa: E402
+from harness import wait_until  # noqa: E402 - importable only once the sys.path line above has run
+from peers.venvs import peer_python  # noqa: E402 - as above
 
 PEERS = _TESTS / "peers"
 HOST = PEERS / "sdk2_host.py"
@@ -55,16 +55,15 @@ def _free_port() -> int:
 
 
 def _wait_accepting(port: int, proc: subprocess.Popen[bytes], log: Path, timeout: float = 20.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise AssertionError(f"upstream exited with {proc.returncode}:\n{log.read_text()}")
+    def accepting() -> bool:
+        assert proc.poll() is None, f"upstream exited with {proc.returncode}:\n{log.read_text()}"
         try:
             with socket.create_connection(("127.0.0.1", port), timeout=0.5):
-                return
+                return True
         except OSError:
-            time.sleep(0.05)
-    raise AssertionError(f"upstream did not accept connections on port {port}:\n{log.read_text()}")
+            return False
+
+    wait_until(accepting, timeout, f"the upstream to accept connections on port {port} (its output: {log})")
 
 
 def _stop(proc: subprocess.Popen[bytes]) -> None:
@@ -111,10 +110,7 @@ def _events(path: Path) -> list[dict[str, Any]]:
 
 
 def _wait_event(path: Path, name: str, count: int, timeout: float = 5.0) -> None:
-    deadline = time.monotonic() + timeout
-    while sum(e["event"] == name for e in _events(path)) < count:
-        assert time.monotonic() < deadline, f"no {count}x {name!r} in upstream events: {_events(path)}"
-        time.sleep(0.05)
+    wait_until(lambda: sum(e["event"] == name for e in _events(path)) >= count, timeout, f"{count}x {name!r} in {path}")
 
 
 def _text(result: dict[str, Any]) -> str:

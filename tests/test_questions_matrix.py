@@ -264,10 +264,16 @@ def no_leftover_questions(gw: Gateway) -> Iterator[None]:
     question there unattributable): after each test, cancel whatever is still open."""
     yield
     with gw.api() as api:
-        for q in api.open_questions():
+        left = api.open_questions()
+        for q in left:
             api.answer(q["id"], "cancel", by="cleanup")
         wait_until(lambda: not api.open_questions(), 10, "no open questions")
-    time.sleep(0.2)  # the answered upstream calls finish
+    # Each upstream tool logs `answered` as it takes its answer and returns: its call is over.
+    wait_until(
+        lambda: all(gw.events(q["upstream"], "answered", q["params"].get("message")) for q in left),
+        10,
+        "the cancelled questions' upstream calls to finish",
+    )
 
 
 class Operator:

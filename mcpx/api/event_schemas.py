@@ -162,18 +162,21 @@ def envelope_schema() -> dict[str, Any]:
     }
 
 
-def data_schema(kind: EventKind) -> dict[str, Any]:
-    schema: dict[str, Any] = _untitled(DATA[kind].model_json_schema())
-    return schema
+def data_schema(kind: EventKind) -> Json:
+    return _untitled(DATA[kind].model_json_schema())
 
 
-def _untitled(schema: Any) -> Any:
+def _untitled(schema: Json) -> Json:
     """Without pydantic's generated titles, which say nothing the property names do not."""
-    if isinstance(schema, dict):
-        return {k: _untitled(v) for k, v in schema.items() if k != "title" or not isinstance(v, str)}
-    if isinstance(schema, list):
-        return [_untitled(v) for v in schema]
-    return schema
+    return {k: _untitled_value(v) for k, v in schema.items() if k != "title" or not isinstance(v, str)}
+
+
+def _untitled_value(value: object) -> object:
+    if isinstance(value, dict):
+        return _untitled(value)
+    if isinstance(value, list):
+        return [_untitled_value(v) for v in value]
+    return value
 
 
 def render() -> str:

@@ -12,6 +12,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 Json = dict[str, Any]
 TaskStatus = Literal["working", "input_required", "completed", "failed", "cancelled"]
+# The daemon's lifecycle, in order (docs/daemon-behavior.md); mcpx/daemon.py moves through them.
+DaemonPhase = Literal["starting", "serving", "draining", "stopping upstreams", "stopped"]
 
 
 class _Body(BaseModel):
@@ -51,7 +53,7 @@ class Subscriber(BaseModel):
 class Status(BaseModel):
     pid: int
     version: str
-    phase: str
+    phase: DaemonPhase
     uptimeS: float
     config: str | None
     stateDir: str

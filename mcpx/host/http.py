@@ -29,7 +29,7 @@ from ..protocol.errors import (
     InvalidRequest,
     McpError,
 )
-from ..protocol.revisions import LEGACY_LATEST, MODERN, is_modern
+from ..protocol.revisions import LEGACY_LATEST, MODERN, Era, is_modern
 from ..store import Store, StoreError
 from .connection import HostConnection, RequestContext
 from .router import HostRouter, emit, notification_stream, notifier
@@ -423,7 +423,7 @@ class McpEndpoint:
         self.sessions.clear()
 
 
-def _status_for(era: str, frame: dict[str, Any]) -> int:
+def _status_for(era: Era, frame: dict[str, Any]) -> int:
     """Modern errors have documented statuses (DIGEST 1.4); other JSON-RPC errors ride on 200."""
     err = frame.get("error")
     if not isinstance(err, dict) or era != "modern":

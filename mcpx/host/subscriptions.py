@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..protocol import jsonrpc
+from ..protocol.jsonrpc import Id
 from ..protocol.revisions import META_SUBSCRIPTION
 from .connection import HostConnection, Send
 
@@ -28,7 +29,7 @@ KIND_NOTIFICATION = {
 
 @dataclass
 class Listener:
-    subscription_id: Any
+    subscription_id: Id  # the subscriptions/listen request's id names the subscription
     send: Send
     methods: set[str]
     resources: set[str] = field(default_factory=set)

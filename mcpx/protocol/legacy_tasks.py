@@ -15,7 +15,7 @@ from typing import Any
 
 from . import jsonrpc
 from .errors import INTERNAL_ERROR, InvalidParams, MethodNotFound
-from .revisions import LEGACY_LATEST, META_RELATED_TASK
+from .revisions import LEGACY_LATEST, META_RELATED_TASK, Era
 from .task_facts import T, TaskFacts, expired, is_terminal
 from .task_wire import legacy_task
 
@@ -33,7 +33,7 @@ class TaskErrorReply(Exception):
         self.related = related
 
 
-def enabled(era: str, revision: str) -> bool:
+def enabled(era: Era, revision: str) -> bool:
     return era == "legacy" and revision == LEGACY_LATEST
 
 

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from typing import Any, Protocol, TypeVar
 
+from .revisions import Era
+
 TERMINAL_STATUSES = frozenset({"completed", "failed", "cancelled"})
 
 
@@ -26,7 +28,7 @@ class TaskFacts(Protocol):
     @property
     def owner(self) -> str: ...
     @property
-    def era(self) -> str: ...
+    def era(self) -> Era: ...
     @property
     def status_message(self) -> str | None: ...
     @property

@@ -12,6 +12,7 @@ import contextvars
 import logging
 import time
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -484,7 +485,7 @@ class TaskEngine:
     async def answer(self, task_id: str, responses: dict[str, Any]) -> set[str]:
         return await self.inputs.answer(task_id, responses)
 
-    def asking(self, task_id: str) -> Any:
+    def asking(self, task_id: str) -> AbstractAsyncContextManager[None]:
         return self.inputs.asking(task_id)
 
     # ---- expiry and shutdown -------------------------------------------------------------

@@ -34,7 +34,7 @@ MAX_LINE = 64 * 1024 * 1024
 SUN_PATH_MAX = 100
 
 
-def control(kind: str, **data: Any) -> dict[str, Any]:
+def control(kind: str, **data: object) -> dict[str, Any]:
     return {CONTROL: kind, **data}
 
 

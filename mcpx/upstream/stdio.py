@@ -45,8 +45,7 @@ class StdioTransport:
         env = dict(os.environ)
         env.update(self.cfg.env)
         self.log_dir.mkdir(parents=True, exist_ok=True)
-        # Blocking, but a local append-open; the handle lives as long as the child (closed below).
-        stderr = open(self.log_dir / f"{self.name}.stderr.log", "ab")  # noqa: ASYNC230, SIM115
+        stderr = open(self.log_dir / f"{self.name}.stderr.log", "ab")  # noqa: ASYNC230, SIM115 - a local append-open; lives as long as the child (closed below)
         stderr.write(f"{START_MARK} {time.strftime('%Y-%m-%dT%H:%M:%S')} {self.cfg.command}\n".encode())
         stderr.flush()
         try:

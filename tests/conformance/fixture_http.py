@@ -338,7 +338,7 @@ class HttpApp:
         async def run() -> tuple[dict, int]:
             response, status = await self.server.respond(call)
             if msg.get("method") == "initialize" and "result" in response:
-                self.server.sessions[session.sid] = session  # type: ignore[index]
+                self.server.sessions[session.sid] = session  # type: ignore[index]  # an initialize session is always made with a sid
                 exchange.headers["mcp-session-id"] = session.sid or ""
             return response, status
 
@@ -466,12 +466,12 @@ class Exchange:
         try:
             if close_early:  # SEP-1699 test: priming event, then close the stream mid-call
                 await self._start_sse()
-                self.stream.add(None, retry=RETRY_MS)  # type: ignore[union-attr]
+                self.stream.add(None, retry=RETRY_MS)  # type: ignore[union-attr]  # close_early is only asked for on a legacy exchange, which has a stream
                 await self._write(out.get_nowait())
                 await asyncio.sleep(0.05)
                 await self._end()
                 self.closed = True
-                self.stream.listener = None  # type: ignore[union-attr]
+                self.stream.listener = None  # type: ignore[union-attr]  # as above
                 _in_background(self._drain_after_close(task))
                 return
             while True:

@@ -420,7 +420,7 @@ class Surface:
         args = call.params.get("arguments") or {}
         if not isinstance(args, dict):
             raise RpcError(-32602, "Invalid params: 'arguments' must be an object")
-        user = lambda content: {"role": "user", "content": content}  # noqa: E731
+        user = lambda content: {"role": "user", "content": content}  # noqa: E731 - a one-line helper reads better beside the prompts that use it
         if name == "test_simple_prompt":
             return {"messages": [user(text("This is a simple prompt for testing."))]}
         if name == "test_prompt_with_arguments":

@@ -100,7 +100,7 @@ async def test_update_stores_details_learnt_later_with_an_updated_event(tmp_path
     async with registry_on(tmp_path / "mcpx.db") as (registry, w):
         await registry.open(rec("c-1"))
         await registry.update("c-1", revision="2025-11-25", client_info={"name": "ide"})
-        await registry.update("c-unknown", revision="x")  # not a live connection: ignored
+        await registry.update("c-unknown", revision="x", client_info={})  # not a live connection: ignored
         stored = await w.store.get_connection("c-1")
         assert registry.get("c-1") == stored
     assert stored is not None and (stored.revision, stored.client_info) == ("2025-11-25", {"name": "ide"})
@@ -151,7 +151,7 @@ async def test_flush_stores_last_seen_times_and_writes_nothing_when_nobody_was_s
         await registry.flush()
         await w.store.db.set_trace_callback(None)
         stored = {c.id: c.last_seen_ms for c in await w.store.connections()}
-        assert registry.get("c-1") is not None and registry.get("c-1").last_seen_ms == seen_ms  # type: ignore[union-attr]
+        assert registry.get("c-1") is not None and registry.get("c-1").last_seen_ms == seen_ms  # type: ignore[union-attr]  # checked not None just before
     assert stored == {"c-1": seen_ms, "c-2": quiet.last_seen_ms}
     assert [e.event.kind for e in w.published.events] == ["connection.opened"] * 2  # bookkeeping, no events
 
@@ -187,7 +187,7 @@ async def test_the_upkeep_loop_flushes_and_closes_idle_stateless_hosts(
             tg.start_soon(registry.run)
             await w.published.until(lambda e: e.event.kind == "connection.closed")
             with anyio.fail_after(5):  # bounded polling of the flush, which writes no event
-                while (await w.store.get_connection("c-session")).last_seen_ms != seen_ms:  # type: ignore[union-attr]
+                while (await w.store.get_connection("c-session")).last_seen_ms != seen_ms:  # type: ignore[union-attr]  # the record was opened above
                     await anyio.sleep(0.01)
             tg.cancel_scope.cancel()
     assert closed_events(w.published) == {"c-idle": "idle for 0.01 s"} and list(registry.live) == ["c-session"]

@@ -257,7 +257,7 @@ def test_a_property_type_that_cannot_be_shown_is_a_form_error(prop: dict[str, An
 
 def test_a_property_schema_that_is_not_an_object_is_a_form_error() -> None:
     with pytest.raises(FormError, match="property 'f'"):
-        _form_of("string")  # type: ignore[arg-type]
+        _form_of("string")  # type: ignore[arg-type]  # a wrong type on purpose
 
 
 def test_properties_that_are_not_an_object_are_a_form_error() -> None:
@@ -362,7 +362,7 @@ def test_the_form_keeps_the_schema_title_and_description() -> None:
 def test_a_form_is_frozen_and_hashable() -> None:
     form = parse_form(CONTACT)
     with pytest.raises(dataclasses.FrozenInstanceError):
-        form.fields[0].name = "other"  # type: ignore[misc]
+        form.fields[0].name = "other"  # type: ignore[misc]  # the write the frozen dataclass must refuse
     assert hash(form) == hash(parse_form(CONTACT))
     assert form.field("age") is form.fields[2] and form.field("nope") is None
 

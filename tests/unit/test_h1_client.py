@@ -106,12 +106,16 @@ class OneReplyPerConnection:
 
     def __init__(self) -> None:
         self.connections = 0
+        self.first_closed = anyio.Event()
 
     async def __call__(self, stream: ByteStream) -> None:
         self.connections += 1
         n = self.connections
         await read_request(stream, bytearray())
         await stream.send(b"HTTP/1.1 200 OK\r\nContent-Length: 6\r\n\r\nconn-" + str(n).encode())
+        await stream.aclose()  # here, not in serve(), so the test can wait for it
+        if n == 1:
+            self.first_closed.set()
 
 
 async def test_server_closing_idle_keepalive_connection_is_transparent() -> None:
@@ -122,7 +126,8 @@ async def test_server_closing_idle_keepalive_connection_is_transparent() -> None
             _, first = await get(client)
             assert first == b"conn-1"
             assert len(client._idle) == 1  # kept for reuse
-            await anyio.sleep(0.1)  # the server's FIN arrives
+            with anyio.fail_after(5):
+                await handler.first_closed.wait()  # its FIN is sent
             resp, second = await get(client)
             assert resp.status_code == 200
             assert second == b"conn-2"
@@ -133,11 +138,13 @@ async def test_server_closing_idle_keepalive_connection_is_transparent() -> None
 
 async def test_stale_connection_without_fin_seen_is_retried(monkeypatch: pytest.MonkeyPatch) -> None:
     """The close races the request: the reused connection is only found dead when the reply head is read."""
-    async with serve(OneReplyPerConnection()) as port:
+    handler = OneReplyPerConnection()
+    async with serve(handler) as port:
         client = h1.Client(f"http://127.0.0.1:{port}/")
         try:
             assert (await get(client))[1] == b"conn-1"
-            await anyio.sleep(0.1)
+            with anyio.fail_after(5):
+                await handler.first_closed.wait()  # the idle connection is dead
             monkeypatch.setattr(h1._Conn, "reusable", lambda self, now: True)  # miss the FIN
             assert (await get(client))[1] == b"conn-2"
         finally:

@@ -144,7 +144,7 @@ def test_error_frame_omits_id_when_unknown() -> None:
 
 @pytest.mark.parametrize("rid", [0, ""])
 def test_error_frame_keeps_falsy_ids(rid: object) -> None:
-    assert jsonrpc.error(rid, {"code": -32601, "message": "x"})["id"] == rid  # type: ignore[arg-type]
+    assert jsonrpc.error(rid, {"code": -32601, "message": "x"})["id"] == rid  # type: ignore[arg-type]  # parametrized ids are ints and strs
 
 
 def test_error_from_uses_the_exception_code_message_and_data() -> None:

@@ -208,7 +208,7 @@ async def test_cancel_marks_the_task_cancelled_stops_its_work_and_records_who_as
         with anyio.fail_after(5):
             await stopped.wait()  # the call itself was cancelled
         assert await engine.cancel(task) is None  # a second cancel finds it ended
-        assert (await engine.get(task.id)).status == CANCELLED  # type: ignore[union-attr]
+        assert (await engine.get(task.id)).status == CANCELLED  # type: ignore[union-attr]  # the task exists: created above
         asked, moved = of(engine, task.id, "task.cancel_requested", "task.status")
     assert (asked.event.kind, asked.event.by, asked.event.data) == (
         "task.cancel_requested",
@@ -286,7 +286,7 @@ async def test_cancels_racing_completions_leave_exactly_one_terminal_status_each
             await all_exited.wait()
         for task in tasks:
             assert await engine.cancel(task) is None  # queued behind any outcome still landing
-        finals = {t.id: (await engine.get(t.id)).status for t in tasks}  # type: ignore[union-attr]
+        finals = {t.id: (await engine.get(t.id)).status for t in tasks}  # type: ignore[union-attr]  # the tasks exist: created above
     for task in tasks:
         assert changes.terminal_statuses(task.id) == [finals[task.id]]
         assert statuses(engine, task.id) == [(WORKING, finals[task.id])]  # one transition event each
@@ -576,7 +576,7 @@ async def test_unknown_and_repeated_answers_are_ignored(tmp_path: Path) -> None:
         assert await engine.answer(row.id, {"a": "kept", "x": "unknown"}) == {"a"}
         await changes.next(lambda t: set(t.input_requests) == {"b"})
         assert await engine.answer(row.id, {"a": "late duplicate"}) == set()  # already settled
-        assert set((await engine.get(row.id)).input_requests) == {"b"}  # type: ignore[union-attr]
+        assert set((await engine.get(row.id)).input_requests) == {"b"}  # type: ignore[union-attr]  # the task exists: created above
         assert await engine.answer("no-such-task", {"b": "lost"}) == set()
         assert await engine.answer(row.id, {"b": "last"}) == {"b"}
     assert got == [{"a": "kept", "b": "last"}]
@@ -679,9 +679,9 @@ async def test_start_resumes_tasks_that_follow_an_upstream_task(tmp_path: Path) 
     assert sorted((t.id, t.status, t.input_requests) for t in resumed) == sorted(
         [(following.id, WORKING, {}), (asked.id, WORKING, {})]  # its old questions died with the old daemon
     )
-    assert done[following.id].result == {"content": [{"type": "text", "text": "from up-1"}]}  # type: ignore[union-attr]
-    assert done[asked.id].status == COMPLETED  # type: ignore[union-attr]
-    assert done[plain.id].status == FAILED and done[plain.id].status_message == RESTARTED  # type: ignore[union-attr]
+    assert done[following.id].result == {"content": [{"type": "text", "text": "from up-1"}]}  # type: ignore[union-attr]  # these tasks exist, so wait_terminal returns each ended
+    assert done[asked.id].status == COMPLETED  # type: ignore[union-attr]  # as above
+    assert done[plain.id].status == FAILED and done[plain.id].status_message == RESTARTED  # type: ignore[union-attr]  # as above
     assert done[ended.id] == ended
 
 

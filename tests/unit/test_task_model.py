@@ -24,7 +24,7 @@ from mcpx.tasks.model import (
 def _task(status: str = WORKING, **kw: object) -> Task:
     return Task(
         new_task_id(), status, 1_700_000_000_000, 1_700_000_000_000, 60_000, 1000, "conn:x", "up", "tool", {}, **kw
-    )  # type: ignore[arg-type]
+    )  # type: ignore[arg-type]  # a test-chosen status and fields
 
 
 @pytest.mark.parametrize("status", [INPUT_REQUIRED, COMPLETED, FAILED, CANCELLED])
@@ -80,7 +80,7 @@ def test_tampered_request_state_is_refused(mutate: object) -> None:
     bound = request_state.binding("tools/call", {"name": "t"})
     token = request_state.wrap(KEY, None, bound, 1, now_ms=0)
     with pytest.raises(InvalidParams, match="integrity"):
-        request_state.unwrap(KEY, mutate(token), bound, now_ms=0)  # type: ignore[operator]
+        request_state.unwrap(KEY, mutate(token), bound, now_ms=0)  # type: ignore[operator]  # the parametrized lambdas take and return a str
 
 
 def test_request_state_is_bound_to_its_call_expires_and_limits_rounds() -> None:

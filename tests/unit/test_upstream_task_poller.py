@@ -573,7 +573,7 @@ def test_task_capable_follows_each_formats_declarations(
     era: str | None, capabilities: dict[str, Any], support: str | None, capable: bool
 ) -> None:
     session = FakeSession("legacy", {}, capabilities)
-    session.era = era  # type: ignore[assignment]
+    session.era = era  # type: ignore[assignment]  # the parametrized eras include None
     tool = {"name": "slow"} if support is None else {"name": "slow", "execution": {"taskSupport": support}}
     assert task_capable(session, tool) is capable
 
