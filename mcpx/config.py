@@ -43,6 +43,13 @@ class McpxServerOptions(_Strict):
         False, description="Expose this server's tools, prompts and resources under their own names."
     )
     callTimeout: float | None = Field(None, gt=0, description="Seconds before a call is abandoned (default: none).")
+    maxInFlight: int = Field(
+        256,
+        gt=0,
+        description="Host requests this server may have in flight through mcpx at once (tool calls, reads,"
+        " prompts; a call the server runs as a task of its own counts until that task ends); one more is"
+        " refused with -32600 naming this limit, a 2025-11-25 task before it gets a handle.",
+    )
     tools: dict[str, ToolOverride] = Field(
         default_factory=dict, description="Per-tool overrides, keyed by the upstream's tool name."
     )
@@ -105,6 +112,13 @@ class TasksConfig(_Strict):
     maxTtlMs: int = Field(86_400_000, gt=0, description="Largest TTL a host may ask for.")
     pollIntervalMs: int = Field(1000, gt=0, description="Poll interval suggested to hosts.")
     taskAfterMs: int = Field(300, ge=0, description="A modern call still running after this long becomes a task.")
+    pollFloorMs: int = Field(
+        100,
+        ge=0,
+        description="A `tasks/get` of the same task sooner than this after the last is answered when the gap"
+        " has passed (at once if the task changes meanwhile): a tight polling loop is slowed, never refused."
+        " 0: never slowed.",
+    )
     maxActivePerOwner: int = Field(
         1000,
         gt=0,

@@ -68,6 +68,7 @@ class Daemon:
         store = SqliteStore(state_dir / "mcpx.db", on_commit=self.bus.publish)
         self.engine = TaskEngine(store, events_cap=config.events.maxRows)
         self.engine.active = ActiveTasks(config.tasks.maxActivePerOwner, config.tasks.maxActive)
+        self.engine.pacer.floor_ms = config.tasks.pollFloorMs
         self.registry = ConnectionRegistry(store, config.connections.idleCloseS)
         q = config.questions
         self.broker = Broker(

@@ -273,6 +273,8 @@ def _stdio(py: Path, script: str, *extra: str) -> dict[str, Any]:
 
 
 def _config(servers: dict[str, Any]) -> dict[str, Any]:
+    for entry in servers.values():
+        entry["mcpx"] = {"maxInFlight": 2 * TASKS}  # every task at one server at once is the point
     return {
         "mcpServers": servers,
         "tasks": {"taskAfterMs": 50, "pollIntervalMs": 250, "maxActivePerOwner": 2000},

@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from harness import ROOT, Api, RawHost, operator_attached, reply_of, stdio_server, wait_until
+from harness import ROOT, Api, RawHost, operator_attached, read_jsonl, reply_of, stdio_server, wait_until
 
 EXT = {"io.modelcontextprotocol/clientCapabilities": {"extensions": {"io.modelcontextprotocol/tasks": {}}}}
 
@@ -130,3 +130,68 @@ def test_a_connection_over_its_request_rate_gets_429_with_retry_after(start_daem
         with RawHost(d.url) as other:
             other.initialize()
             assert [other.legacy("tools/list", {}).status_code for _ in range(5)] == [200] * 5
+
+
+def test_host_requests_in_flight_at_one_upstream_are_capped_by_max_in_flight(start_daemon: Any, tmp_path: Path) -> None:
+    d = start_daemon(
+        {
+            "mcpServers": {
+                "fx": stdio_server(tmp_path, maxInFlight=2),
+                "fy": stdio_server(tmp_path, name="other"),
+            },
+            "tasks": {"taskAfterMs": 100},
+        }
+    )
+    limit = "mcpServers.fx.mcpx.maxInFlight (2)"
+    with RawHost(d.url) as legacy, RawHost(d.url) as modern:
+        legacy.initialize()
+        first, second = (_legacy_task(legacy, 3)["result"]["task"]["taskId"] for _ in range(2))
+        wait_until(
+            lambda: (
+                sum(e.get("msg", {}).get("method") == "tools/call" for e in read_jsonl(tmp_path / "fixture.log.jsonl"))
+                >= 2
+            ),
+            10,
+            "both calls upstream",
+        )
+        # A 2025 task over the limit is refused before any handle; so is a plain call of either era.
+        refused = _legacy_task(legacy)
+        assert refused["error"]["code"] == -32600 and limit in refused["error"]["message"], refused
+        assert refused["error"]["data"] == {"limit": "mcpServers.fx.mcpx.maxInFlight", "value": 2}
+        plain = reply_of(modern.modern("tools/call", {"name": "fx__echo", "arguments": {"text": "x"}}))
+        assert plain["error"]["code"] == -32600 and limit in plain["error"]["message"], plain
+        # Only that server is full: another answers, and the accepted tasks are untouched.
+        other = reply_of(modern.modern("tools/call", {"name": "fy__echo", "arguments": {"text": "y"}}))
+        assert other["result"]["content"][0]["text"] == "y"
+        listed = legacy.legacy("tasks/list", {}).json()["result"]["tasks"]
+        assert sorted(t["taskId"] for t in listed) == sorted([first, second])
+        # Once a call ends its place is free again.
+        for tid in (first, second):
+            wait_until(
+                lambda tid=tid: legacy.legacy("tasks/get", {"taskId": tid}).json()["result"]["status"] == "completed",
+                15,
+            )
+        again = reply_of(modern.modern("tools/call", {"name": "fx__echo", "arguments": {"text": "z"}}))
+        assert again["result"]["content"][0]["text"] == "z"
+
+
+def test_a_host_polling_in_a_tight_loop_is_slowed_not_refused(start_daemon: Any, tmp_path: Path) -> None:
+    d = start_daemon({"mcpServers": {"fx": stdio_server(tmp_path)}, "tasks": {"taskAfterMs": 50, "pollFloorMs": 250}})
+    with RawHost(d.url) as modern, RawHost(d.url) as legacy:
+        legacy.initialize()
+        handle = modern.modern(
+            "tools/call", {"name": "fx__slow", "arguments": {"seconds": 30, "steps": 1}}, meta=EXT
+        ).json()["result"]
+        old = legacy.legacy("tools/call", {"name": "fx__slow", "arguments": {"seconds": 30}, "task": {}}).json()
+        polls = [
+            lambda: modern.modern(
+                "tasks/get", {"taskId": handle["taskId"]}, meta=EXT, headers={"Mcp-Name": handle["taskId"]}
+            ),
+            lambda: legacy.legacy("tasks/get", {"taskId": old["result"]["task"]["taskId"]}),
+        ]
+        for poll in polls:
+            started = time.monotonic()
+            replies = [poll().json() for _ in range(6)]
+            # Every poll is answered (no 429, no error); five of the six waited out the 250 ms floor.
+            assert all(r["result"]["status"] == "working" for r in replies), replies
+            assert time.monotonic() - started >= 5 * 0.25 * 0.9

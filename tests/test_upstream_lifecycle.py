@@ -18,37 +18,43 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def test_stdio_upstream_crash_fails_inflight_call_at_once_and_restarts(
+def test_stdio_upstream_crash_fails_only_its_inflight_calls_at_once_and_restarts(
     start_daemon: Any, tmp_path: Path, raw_host: Any
 ) -> None:
-    d = start_daemon({"mcpServers": {"fx": stdio_server(tmp_path)}})
+    d = start_daemon({"mcpServers": {"fx": stdio_server(tmp_path), "fy": stdio_server(tmp_path, name="other")}})
     host = raw_host(d.url)
     box: dict[str, Any] = {}
 
-    def slow() -> None:
+    def slow(server: str, seconds: float) -> None:
         started = time.monotonic()
         with RawHost(d.url) as h:
-            box["frame"] = reply_of(
-                h.modern("tools/call", {"name": "fx__slow", "arguments": {"seconds": 30, "steps": 1}})
+            box[server] = reply_of(
+                h.modern("tools/call", {"name": f"{server}__slow", "arguments": {"seconds": seconds, "steps": 1}})
             )
-        box["elapsed"] = time.monotonic() - started
+        box[f"{server} elapsed"] = time.monotonic() - started
 
-    t = threading.Thread(target=slow)
-    t.start()
-    wait_until(
-        lambda: any(
-            e.get("msg", {}).get("params", {}).get("name") == "slow" for e in read_jsonl(tmp_path / "fixture.log.jsonl")
-        ),
-        what="slow call upstream",
-    )
+    threads = [threading.Thread(target=slow, args=a) for a in (("fx", 30), ("fy", 2))]
+    for t in threads:
+        t.start()
+    for log in ("fixture", "other"):
+        wait_until(
+            lambda log=log: any(
+                e.get("msg", {}).get("params", {}).get("name") == "slow"
+                for e in read_jsonl(tmp_path / f"{log}.log.jsonl")
+            ),
+            what=f"slow call upstream ({log})",
+        )
     crash = reply_of(host.modern("tools/call", {"name": "fx__crash", "arguments": {}}))
-    t.join(15)
+    for t in threads:
+        t.join(15)
     assert crash["error"]["code"] == -32603 and "'fx'" in crash["error"]["message"]
-    assert box["frame"]["error"]["code"] == -32603 and "'fx'" in box["frame"]["error"]["message"]
-    assert box["elapsed"] < 10, "the in-flight call must fail when the upstream dies, not at its timeout"
+    assert box["fx"]["error"]["code"] == -32603 and "'fx'" in box["fx"]["error"]["message"]
+    assert box["fx elapsed"] < 10, "the in-flight call must fail when the upstream dies, not at its timeout"
+    # Only the dead server's calls fail: the other server's call, in flight at the time, completes.
+    assert box["fy"]["result"]["content"][0]["text"] == "slept 2", box["fy"]
     d.wait_upstreams("ready")
-    [up] = d.status()["upstreams"]
-    assert up["restarts"] >= 1
+    ups = {u["name"]: u for u in d.status()["upstreams"]}
+    assert ups["fx"]["restarts"] >= 1 and ups["fy"]["restarts"] == 0
     res = reply_of(host.modern("tools/call", {"name": "fx__echo", "arguments": {"text": "back"}}))
     assert res["result"]["content"][0]["text"] == "back"
 

@@ -48,6 +48,9 @@ class LegacyTasks:
         rules.check_support(support, params)
         if "task" not in params:
             return await self.host.calls.call_tool(ctx, params, route, server)
+        refused = server.call_refusal()
+        if refused is not None:
+            raise refused  # before a handle: a task that could only fail at once is not made
         cfg = self.host.config
         ttl = rules.task_ttl(params, cfg.ttlMs, cfg.maxTtlMs)
         conn = ctx.conn
@@ -81,7 +84,10 @@ class LegacyTasks:
         return rules.created_reply(task)
 
     async def get(self, ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
-        return rules.get_reply(await self._owned(ctx, params))
+        task = await self._owned(ctx, params)
+        if await self.engine.pacer.pace(task):  # polled again too soon: answered a little later
+            task = await self._owned(ctx, params)
+        return rules.get_reply(task)
 
     async def result(self, ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
         task = await self._owned(ctx, params)

@@ -125,6 +125,19 @@ class UpstreamCalls:
         raw_state: bool = False,
     ) -> dict[str, Any]:
         """One upstream request for a host request, with the questions the upstream asks on the way."""
+        with server.call_slot():
+            return await self._forward(ctx, server, method, params, timeout, raw_state=raw_state)
+
+    async def _forward(
+        self,
+        ctx: RequestContext,
+        server: UpstreamServer,
+        method: str,
+        params: dict[str, Any],
+        timeout: float | None,
+        *,
+        raw_state: bool,
+    ) -> dict[str, Any]:
         session = await server.ready_session()
         req = build(ctx, session.era, method, params, key=self.state_key, raw_state=raw_state, now=now_ms())
         try:
@@ -235,7 +248,7 @@ class UpstreamCalls:
             return await self.asker.ask_round(ctx, requests, server)
 
         try:
-            with anyio.fail_after(timeout):
+            with server.call_slot(), anyio.fail_after(timeout):
                 res = await upstream_tasks.call(
                     session,
                     req.params,

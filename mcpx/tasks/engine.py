@@ -39,6 +39,7 @@ from .model import (
     legacy_status_for_result,
     new_task_id,
 )
+from .pacing import PollPacer
 
 log = logging.getLogger("mcpx.tasks")
 
@@ -54,6 +55,7 @@ RESTARTED = "the mcpx daemon restarted while this call was running; its result i
 # A task handle waits this long at most for its call to reach the upstream durably (Run.anchored):
 # usually a millisecond or two; a slow upstream only delays the handle by this much.
 ANCHOR_WAIT_S = 1.0
+FINISH_RETRY_S, FINISH_RETRY_MAX_S = 0.5, 10.0  # an outcome the store refused is written again
 
 
 def now_ms() -> int:
@@ -128,6 +130,7 @@ class TaskEngine:
         self._transition = anyio.Lock()
         self.inputs = TaskInputs(self)
         self.active = ActiveTasks()  # the daemon sets its limits from the config
+        self.pacer = PollPacer(0, now_ms, self.wait_change)  # tasks/get pacing; the daemon sets its floor
 
     @property
     def closing(self) -> bool:
@@ -412,10 +415,21 @@ class TaskEngine:
                 outcome.status, now_ms(), message=outcome.message, result=outcome.result, error=outcome.error
             )
 
-        try:
-            await self.change(task_id, update)
-        except StoreError as exc:
-            log.error("task %s: could not record its outcome: %s", task_id, exc)
+        # A full disk or a locked database must not lose an outcome the upstream gave: it is
+        # written again until it lands (or the daemon stops; then the next one settles the task).
+        delay = FINISH_RETRY_S
+        while True:
+            try:
+                await self.change(task_id, update)
+                return
+            except StoreError as exc:
+                if self.closing:
+                    log.error("task %s: could not record its outcome before the daemon stopped: %s", task_id, exc)
+                    return
+                log.error("task %s: could not record its outcome (%s); trying again in %g s", task_id, exc, delay)
+            with anyio.move_on_after(delay):
+                await self._closing.wait()
+            delay = min(delay * 2, FINISH_RETRY_MAX_S)
 
     async def set_status_message(self, task_id: str, message: str | None) -> None:
         """A running task's status message changed (an upstream task's own, or mcpx's)."""

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -14,7 +15,7 @@ from anyio.abc import TaskGroup, TaskStatus
 
 from ..config import Config, ServerConfig
 from ..protocol import jsonrpc
-from ..protocol.errors import InvalidParams, McpError, UpstreamError, UpstreamUnavailable
+from ..protocol.errors import InvalidParams, LimitReached, McpError, UpstreamError, UpstreamUnavailable
 from . import http_session_record
 from .catalogue import CHANGED, KINDS, Naming, template_matches, valid_items
 from .http import HttpTransport
@@ -117,6 +118,28 @@ class UpstreamServer:
         self.watched: dict[str, int] = {}  # upstream URIs hosts subscribed to -> how many
         self._watch_changed = anyio.Event()
         self.on_resource_updated: OnResourceUpdated | None = None
+        self.in_flight = 0  # host requests at this server now (mcpx.maxInFlight)
+
+    def call_refusal(self) -> LimitReached | None:
+        """Why a host request may not go to this server now, or None."""
+        limit = self.cfg.mcpx.maxInFlight
+        if self.in_flight >= limit:
+            return LimitReached(
+                f"mcpServers.{self.key}.mcpx.maxInFlight", limit, "that many host requests are in flight at this server"
+            )
+        return None
+
+    @contextlib.contextmanager
+    def call_slot(self) -> Iterator[None]:
+        """Hold one of the server's in-flight places for a host request, or raise the limit."""
+        refused = self.call_refusal()
+        if refused is not None:
+            raise refused
+        self.in_flight += 1
+        try:
+            yield
+        finally:
+            self.in_flight -= 1
 
     @property
     def state(self) -> UpstreamState:
