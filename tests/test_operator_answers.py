@@ -5,9 +5,11 @@ call is gone closes with it, and every step is in the audit log with who did it.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
 import threading
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -56,22 +58,28 @@ def _answer_the_open_question(api: Api, message: str) -> dict[str, Any]:
     return q
 
 
-def test_an_operators_answer_reaches_the_upstream_inside_a_2025_task(daemon: Any, raw_host: Any) -> None:
+@contextlib.contextmanager
+def _a_2025_task_asking(daemon: Any, raw_host: Any, message: str) -> Iterator[tuple[RawHost, str]]:
+    """A 2025 host's task whose upstream asks `message`, with an operator attached to answer it
+    (the host declares no elicitation); the host and the task id."""
     host = raw_host(daemon.url)
-    host.initialize()  # no elicitation: only an operator can answer
+    host.initialize()
     feed = operator_attached(daemon, "olga")
     try:
-        args = {"name": "test_elicitation", "arguments": {"message": "In a 2025 task?"}, "task": {}}
-        tid = host.legacy("tools/call", args).json()["result"]["task"]["taskId"]
-        with Api(daemon) as api:
-            q = _answer_the_open_question(api, "In a 2025 task?")
-            assert q["taskId"] == tid
-            result = reply_of(host.legacy("tasks/result", {"taskId": tid}))["result"]
-            assert result["content"][0]["text"] == _summary(CONTENT)
-            kinds = [(e["kind"], e.get("by")) for e in api.get("/v1/events", params={"task": tid}).json()["events"]]
-            assert ("question.answered", "operator:olga") in kinds, kinds
+        args = {"name": "test_elicitation", "arguments": {"message": message}, "task": {}}
+        yield host, host.legacy("tools/call", args).json()["result"]["task"]["taskId"]
     finally:
         feed.close()
+
+
+def test_an_operators_answer_reaches_the_upstream_inside_a_2025_task(daemon: Any, raw_host: Any) -> None:
+    with _a_2025_task_asking(daemon, raw_host, "In a 2025 task?") as (host, tid), Api(daemon) as api:
+        q = _answer_the_open_question(api, "In a 2025 task?")
+        assert q["taskId"] == tid
+        result = reply_of(host.legacy("tasks/result", {"taskId": tid}))["result"]
+        assert result["content"][0]["text"] == _summary(CONTENT)
+        kinds = [(e["kind"], e.get("by")) for e in api.get("/v1/events", params={"task": tid}).json()["events"]]
+        assert ("question.answered", "operator:olga") in kinds, kinds
 
 
 def test_an_operators_input_responses_reach_the_upstream_inside_a_2026_task(daemon: Any, raw_host: Any) -> None:
@@ -103,6 +111,31 @@ def test_an_operators_input_responses_reach_the_upstream_inside_a_2026_task(daem
             return r if r["status"] == "completed" else None
 
         assert wait_until(done, 15, "completion")["result"]["content"][0]["text"] == "Deleted b.txt"
+        q = api.get(f"/v1/questions/{request['questionId']}").json()
+        assert q["status"] == "answered" and q["answeredBy"] == "operator:ann" and q["answer"] == answer
+        # The first answer won: a second one, either way it is given, changes nothing.
+        again = api.answer(request["questionId"], "decline", by="late")
+        assert again.status_code == 409 and "answered" in again.json()["error"], again.text
+        late = api.post(f"/v1/tasks/{tid}/input", json={"inputResponses": {request["key"]: {"action": "decline"}}})
+        assert late.json() == {"answered": [], "ignored": [request["key"]]}, late.text
+        q = api.get(f"/v1/questions/{request['questionId']}").json()
+        assert q["answeredBy"] == "operator:ann" and q["answer"] == answer
+
+
+def test_input_responses_answer_a_question_inside_a_2025_task(daemon: Any, raw_host: Any) -> None:
+    """POST /v1/tasks/{id}/input is era-blind: the 2025 task's question is keyed as a 2026 task's
+    inputRequests are, and the upstream gets exactly the ElicitResult given for that key."""
+    with _a_2025_task_asking(daemon, raw_host, "Legacy input?") as (host, tid), Api(daemon) as api:
+        detail = wait_until(lambda: (t := api.get(f"/v1/tasks/{tid}").json())["inputRequests"] and t, 15, "ask")
+        [request] = detail["inputRequests"]
+        assert request["method"] == "elicitation/create" and request["params"]["message"] == "Legacy input?"
+        answer = {"action": "accept", "content": CONTENT}
+        body = {"inputResponses": {request["key"]: answer}, "by": "ann"}
+        outcome = api.post(f"/v1/tasks/{tid}/input", json=body)
+        assert outcome.json() == {"answered": [request["key"]], "ignored": []}, outcome.text
+        result = reply_of(host.legacy("tasks/result", {"taskId": tid}))["result"]
+        assert result["content"][0]["text"] == _summary(CONTENT)
+        assert host.legacy("tasks/get", {"taskId": tid}).json()["result"]["status"] == "completed"
         q = api.get(f"/v1/questions/{request['questionId']}").json()
         assert q["status"] == "answered" and q["answeredBy"] == "operator:ann" and q["answer"] == answer
 
