@@ -189,3 +189,64 @@ def test_a_resumed_subscriber_is_told_it_is_caught_up_at_once(start_daemon: Any,
     assert [m["seq"] for m in caught_up] == list(range(seq, seq + len(caught_up))), messages
     assert messages[beat]["seq"] == caught_up[-1]["seq"] and len(ids) == 2
     resumed.close()
+
+
+# ---- who may subscribe ---------------------------------------------------------------------------
+def _connect(d: Daemon, **headers: str) -> Any:
+    """A raw feed websocket with exactly these headers (FeedClient always sends the token)."""
+    from websockets.sync.client import connect
+
+    return connect(f"ws://127.0.0.1:{d.port}/v1/events", additional_headers=headers, open_timeout=10)
+
+
+def _refused_at_handshake(d: Daemon, **headers: str) -> Any:
+    """The HTTP response that refused the websocket upgrade."""
+    from websockets.exceptions import InvalidStatus
+
+    try:
+        _connect(d, **headers).close()
+    except InvalidStatus as exc:
+        return exc.response
+    raise AssertionError(f"the feed accepted {headers}")
+
+
+def _closed_after(d: Daemon, hello: dict[str, Any]) -> Any:
+    """Subscribe without an Authorization header; the close frame the daemon answered with."""
+    from websockets.exceptions import ConnectionClosed
+
+    with _connect(d) as ws:
+        ws.send(json.dumps(hello))
+        try:
+            got = ws.recv(timeout=10)
+        except ConnectionClosed as closed:
+            return closed.rcvd
+        raise AssertionError(f"the feed answered {got!r} to {hello}")
+
+
+def test_the_feed_takes_the_token_in_a_header_or_the_first_message_and_refuses_anything_else(
+    start_daemon: Any,
+) -> None:
+    d: Daemon = start_daemon()
+    # For clients that cannot set headers: the token in the subscribe message is enough.
+    with _connect(d) as ws:
+        ws.send(json.dumps({"type": "subscribe", "token": d.token}))
+        assert json.loads(ws.recv(timeout=10))["type"] == "snapshot"
+    # A loopback page may subscribe (its Origin is allowed) ...
+    with _connect(d, Authorization=f"Bearer {d.token}", Origin=f"http://localhost:{d.port}") as ws:
+        ws.send(json.dumps({"type": "subscribe"}))
+        assert json.loads(ws.recv(timeout=10))["type"] == "snapshot"
+    # ... a foreign one may not, token or not: HTTP 403, as on /v1.
+    foreign = _refused_at_handshake(d, Authorization=f"Bearer {d.token}", Origin="https://evil.example")
+    assert foreign.status_code == 403, foreign
+    # A wrong token in the header: HTTP 401, as on /v1.
+    wrong = _refused_at_handshake(d, Authorization="Bearer not-the-token")
+    assert wrong.status_code == 401 and b"token" in wrong.body, (wrong.status_code, wrong.body)
+    # No header, and the first message has no token or a wrong one: closed with 4401.
+    for hello in (
+        {"type": "subscribe"},
+        {"type": "subscribe", "token": d.token + "x"},
+        {"type": "subscribe", "token": 1},
+    ):
+        close = _closed_after(d, hello)
+        assert close is not None and (close.code, close.reason) == (4401, "mcpx API token required"), (hello, close)
+    assert d.status()["subscribers"] == []  # none of the refused ones stayed subscribed

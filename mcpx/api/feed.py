@@ -16,6 +16,7 @@ import time
 from typing import Any
 
 import anyio
+from starlette.responses import JSONResponse
 from starlette.websockets import WebSocket, WebSocketDisconnect, WebSocketState
 
 from ..events import EVENT_KINDS, EventBus, EventFilter, StoredEvent, Subscriber
@@ -46,12 +47,12 @@ class FeedEndpoint:
     async def __call__(self, ws: WebSocket) -> None:
         origin = ws.headers.get("origin")
         if origin is not None and not origin_allowed(origin, self.allowed_origins):
-            await ws.close(code=4403, reason="origin not allowed")  # before accept: HTTP 403
+            await _deny(ws, 403, f"origin {origin!r} is not allowed")
             return
         auth = ws.headers.get("authorization", "")
         header_ok = auth.lower().startswith("bearer ") and self._token_ok(auth[7:])
         if auth and not header_ok:
-            await ws.close(code=4401, reason="mcpx API token required")
+            await _deny(ws, 401, "the mcpx API token is required")
             return
         await ws.accept()
         try:
@@ -189,6 +190,16 @@ def _ms() -> int:
 
 async def _send(ws: WebSocket, message: dict[str, Any]) -> None:
     await ws.send_text(json.dumps(message, separators=(",", ":"), ensure_ascii=False))
+
+
+async def _deny(ws: WebSocket, status: int, message: str) -> None:
+    """Refuse the upgrade with an HTTP status and a JSON error, as /v1 answers (a server without
+    the denial-response extension can only close before accepting, which clients see as 403)."""
+    if "websocket.http.response" in ws.scope.get("extensions", {}):
+        headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
+        await ws.send_denial_response(JSONResponse({"error": message}, status, headers=headers))
+    else:
+        await ws.close(code=4000 + status, reason=message)
 
 
 async def _close(ws: WebSocket, code: int, reason: str) -> None:
