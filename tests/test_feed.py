@@ -4,6 +4,7 @@ forced reconnect and a SIGKILL restart; a subscriber that never reads slows noth
 from __future__ import annotations
 
 import base64
+import itertools
 import json
 import os
 import signal
@@ -250,3 +251,94 @@ def test_the_feed_takes_the_token_in_a_header_or_the_first_message_and_refuses_a
         close = _closed_after(d, hello)
         assert close is not None and (close.code, close.reason) == (4401, "mcpx API token required"), (hello, close)
     assert d.status()["subscribers"] == []  # none of the refused ones stayed subscribed
+
+
+# ---- falling behind, resuming too late, heartbeats -----------------------------------------------
+def _seqs_after(messages: list[dict[str, Any]], start: int) -> list[int]:
+    """The event seqs of a subscription, checked to run from `start` + 1 on with no gap and no repeat."""
+    got = [m["seq"] for m in messages if m["type"] == "event"]
+    assert got == list(range(start + 1, start + 1 + len(got))), "an event missing or repeated"
+    return got
+
+
+def test_a_subscriber_that_falls_behind_is_told_gap_and_caught_up_from_the_store(
+    start_daemon: Any, tmp_path: Path
+) -> None:
+    # A queue of one event: any burst while the feed is still sending overflows it.
+    d: Daemon = start_daemon({"mcpServers": {"fx": stdio_server(tmp_path)}, "events": {"subscriberQueue": 1}})
+    feed = FeedClient(d)
+    start = feed.snapshot()["seq"]
+    ids: list[str] = []
+    for _ in range(10):  # rounds of concurrent tasks until the feed has fallen behind once
+        ids += _make_tasks(d.url, 80, 8, {"text": "x"}, name="fx__echo")
+        if any(m["type"] == "gap" for m in feed.messages):
+            break
+    with Api(d) as api:
+        wait_until(lambda: _all_terminal(api, ids), 30, "every task terminal")
+        last = api.get("/v1/status").json()["lastSeq"]
+    wait_until(lambda: feed.events() and feed.events()[-1]["seq"] >= last, 20, "the feed caught up")
+    feed.close()
+    messages = feed.messages[1:]
+    gaps = [i for i, m in enumerate(messages) if m["type"] == "gap"]
+    assert gaps, "the feed never fell behind"
+    # Each gap names the last event sent before it; the catch-up goes on right after that one.
+    for i in gaps:
+        sent = [m["seq"] for m in messages[:i] if m["type"] == "event"]
+        assert messages[i]["after"] == (sent[-1] if sent else start), messages[i]
+        after = next(m for m in messages[i + 1 :] if m["type"] in ("event", "gap"))
+        assert after["type"] == "gap" or after["seq"] == messages[i]["after"] + 1, after
+    got = _seqs_after(messages, start)
+    assert got[-1] == last and {e["taskId"] for e in feed.events("task.created")} == set(ids)
+    print(f"{len(got)} events, {len(gaps)} gaps caught up")
+
+
+def test_a_resume_from_before_the_retained_events_gets_reset_and_a_fresh_snapshot(
+    start_daemon: Any, tmp_path: Path
+) -> None:
+    d: Daemon = start_daemon({"mcpServers": {"fx": stdio_server(tmp_path)}, "events": {"maxRows": 20}})
+    ids = _make_tasks(d.url, 16, 2, {"text": "x"}, name="fx__echo")  # more than 20 events
+    with Api(d) as api:
+        wait_until(lambda: _all_terminal(api, ids), 20, "every task terminal")
+    d.stop()
+    d.start()  # the cap is applied at start: the oldest events go
+    with Api(d) as api:
+
+        def first_stored() -> int:
+            return int(api.get("/v1/events", params={"since": 0, "limit": 1}).json()["events"][0]["seq"])
+
+        wait_until(lambda: first_stored() > 2, 10, "the event log trimmed to its cap")
+        first, last = first_stored(), api.get("/v1/status").json()["lastSeq"]
+    assert last - first + 1 <= 20
+    late = FeedClient(d, since=1)  # a console that last applied event 1
+    wait_until(lambda: len(late.messages) >= 2, 10, "reset and snapshot")
+    reset, snapshot = late.messages[:2]
+    assert reset == {"type": "reset", "reason": f"events up to {first - 1} are no longer stored"}, reset
+    assert snapshot["type"] == "snapshot" and snapshot["seq"] >= last
+    assert {t["id"] for t in snapshot["tasks"]} >= set(ids)
+    # Still live after the reset: a new task arrives as the next event after the snapshot.
+    [tid] = _make_tasks(d.url, 1, 1, {"text": "y"}, name="fx__echo")
+    wait_until(lambda: late.events("task.created"), 10, "the new task's event")
+    assert late.events("task.created")[0]["taskId"] == tid
+    _seqs_after(late.messages[2:], snapshot["seq"])
+    # A resume from an event still stored is no reset: the stored events follow.
+    kept = FeedClient(d, since=first)
+    wait_until(lambda: any(m["type"] == "heartbeat" for m in kept.messages), 10, "caught up")
+    assert kept.messages[0]["type"] == "event" and kept.messages[0]["seq"] == first + 1, kept.messages[0]
+    late.close()
+    kept.close()
+
+
+def test_an_idle_subscriber_gets_a_heartbeat_every_configured_interval(start_daemon: Any) -> None:
+    d: Daemon = start_daemon({"events": {"heartbeatS": 0.3}})
+    feed = FeedClient(d)
+    seq = feed.snapshot()["seq"]
+
+    def beats() -> list[dict[str, Any]]:
+        return [m for m in feed.messages if m["type"] == "heartbeat"]
+
+    wait_until(lambda: len(beats()) >= 4, 5, "four heartbeats")  # the default (15 s) would time out here
+    feed.close()
+    got = beats()
+    assert all(b["seq"] == seq for b in got), got  # nothing happened: the newest event is still the snapshot's
+    gaps = [b["ts"] - a["ts"] for a, b in itertools.pairwise(got)]
+    assert all(g >= 250 for g in gaps), gaps  # one per interval of silence, not a flood

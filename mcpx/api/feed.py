@@ -19,7 +19,7 @@ import anyio
 from starlette.responses import JSONResponse
 from starlette.websockets import WebSocket, WebSocketDisconnect, WebSocketState
 
-from ..events import EVENT_KINDS, EventBus, EventFilter, StoredEvent, Subscriber
+from ..events import EVENT_KINDS, QUEUE_MAX, EventBus, EventFilter, StoredEvent, Subscriber
 from ..operations import task_summary
 from ..store import Store
 from .origin import origin_allowed
@@ -34,12 +34,22 @@ SNAPSHOT_TASKS_MAX = 20_000
 
 
 class FeedEndpoint:
-    def __init__(self, store: Store, bus: EventBus, token: str, allowed_origins: list[str]) -> None:
+    def __init__(
+        self,
+        store: Store,
+        bus: EventBus,
+        token: str,
+        allowed_origins: list[str],
+        *,
+        queue_max: int = QUEUE_MAX,
+        heartbeat_s: float = HEARTBEAT_S,
+    ) -> None:
         self.store = store
         self.bus = bus
         self.token = token
         self.allowed_origins = allowed_origins
-        self.heartbeat_s = HEARTBEAT_S
+        self.queue_max = queue_max  # events.subscriberQueue
+        self.heartbeat_s = heartbeat_s  # events.heartbeatS
 
     def _token_ok(self, given: object) -> bool:
         return isinstance(given, str) and secrets.compare_digest(given.encode(), self.token.encode())
@@ -68,7 +78,7 @@ class FeedEndpoint:
             await _close(ws, 4401, "mcpx API token required")
             return
         try:
-            sub = _subscriber(hello)
+            sub = _subscriber(hello, self.queue_max)
             since = _since(hello.get("since"))
             limit = min(int(hello.get("snapshotTasks", SNAPSHOT_TASKS)), SNAPSHOT_TASKS_MAX)
         except (TypeError, ValueError) as exc:
@@ -155,7 +165,7 @@ class FeedEndpoint:
             last = page[-1].seq
 
 
-def _subscriber(hello: dict[str, Any]) -> Subscriber:
+def _subscriber(hello: dict[str, Any], queue_max: int) -> Subscriber:
     def strings(key: str) -> frozenset[str]:
         value = hello.get(key) or []
         if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
@@ -169,7 +179,9 @@ def _subscriber(hello: dict[str, Any]) -> Subscriber:
     operator = hello.get("operator")
     if operator is not None and not isinstance(operator, str):
         raise ValueError("operator must be a string (the name answers are given under)")
-    return Subscriber(EventFilter(kinds, strings("tasks"), strings("connections")), operator=operator or None)
+    return Subscriber(
+        EventFilter(kinds, strings("tasks"), strings("connections")), operator=operator or None, max_queue=queue_max
+    )
 
 
 def _since(value: object) -> int | None:

@@ -475,9 +475,9 @@ class TaskEngine:
                     event = self._changed.pop(task.id, None)
                     if event is not None:
                         event.set()
-                sweeps += 1
-                if sweeps % TRIM_EVERY == 0:
+                if sweeps % TRIM_EVERY == 0:  # the first sweep too: a lowered cap holds from the start
                     await self.store.trim_events(self.events_cap)
+                sweeps += 1
             except Exception as exc:  # noqa: BLE001 - the sweep must outlive any one failure and retry
                 if self._closing.is_set():
                     return  # the store closed under the sweep: a shutdown, not a failure
