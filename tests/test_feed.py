@@ -317,8 +317,11 @@ def test_a_resume_from_before_the_retained_events_gets_reset_and_a_fresh_snapsho
     assert {t["id"] for t in snapshot["tasks"]} >= set(ids)
     # Still live after the reset: a new task arrives as the next event after the snapshot.
     [tid] = _make_tasks(d.url, 1, 1, {"text": "y"}, name="fx__echo")
-    wait_until(lambda: late.events("task.created"), 10, "the new task's event")
-    assert late.events("task.created")[0]["taskId"] == tid
+    [created] = wait_until(lambda: late.events("task.created"), 10, "the new task's event")
+    with Api(d) as api:  # its time as /v1 gives it: epoch milliseconds, the same number
+        assert (
+            created["taskId"] == tid and created["data"]["createdMs"] == api.get(f"/v1/tasks/{tid}").json()["createdMs"]
+        )
     _seqs_after(late.messages[2:], snapshot["seq"])
     # A resume from an event still stored is no reset: the stored events follow.
     kept = FeedClient(d, since=first)
