@@ -13,11 +13,12 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from harness import ROOT, Api, FeedClient, RawHost, operator_attached, reply_of, wait_until
+from harness import ROOT, Api, FeedClient, RawHost, operator_attached, reply_of, sse_frames, wait_until
 
 SERVER = ROOT / "tests" / "conformance" / "server.py"
 CONTENT = {"username": "ada", "email": "ada@example.com"}
 TASKS_EXT = {"extensions": {"io.modelcontextprotocol/tasks": {}}}
+WAITING = "waiting for an operator to answer up's elicitation question"
 
 
 @pytest.fixture(params=[True, False], ids=["upstream-2025", "upstream-2026"])
@@ -33,13 +34,16 @@ def daemon(request: Any, start_daemon: Any) -> Any:
                     "tools": {
                         "test_elicitation": {"taskSupport": "optional"},
                         "confirm_delete": {"taskSupport": "optional"},
+                        "test_tool_with_task": {"taskSupport": "optional"},
                     },
                 },
             }
         },
         "tasks": {"taskAfterMs": 200},
     }
-    return start_daemon(config)
+    d = start_daemon(config)
+    d.legacy_upstream = request.param
+    return d
 
 
 def _summary(content: dict[str, Any]) -> str:
@@ -140,27 +144,34 @@ def test_input_responses_answer_a_question_inside_a_2025_task(daemon: Any, raw_h
         assert q["status"] == "answered" and q["answeredBy"] == "operator:ann" and q["answer"] == answer
 
 
-def test_an_operators_answer_reaches_the_upstream_outside_any_task(daemon: Any, raw_host: Any) -> None:
-    host = raw_host(daemon.url)
-    host.initialize()
-    feed = operator_attached(daemon, "olga")
+def _plain_call_aside(daemon: Any, host: RawHost, params: dict[str, Any]) -> tuple[threading.Thread, dict[str, Any]]:
+    """A tools/call in `host`'s 2025 session from a thread of its own (it waits for its answer);
+    its response lands in the box as "resp"."""
     box: dict[str, Any] = {}
 
     def call() -> None:
         with RawHost(daemon.url) as h:
             h.session_id, h.revision = host.session_id, host.revision
-            params = {"name": "test_elicitation", "arguments": {"message": "Plain call?"}}
-            box["frame"] = h.legacy("tools/call", params).json()
+            box["resp"] = h.legacy("tools/call", params)
 
+    t = threading.Thread(target=call)
+    t.start()
+    return t, box
+
+
+def test_an_operators_answer_reaches_the_upstream_outside_any_task(daemon: Any, raw_host: Any) -> None:
+    host = raw_host(daemon.url)
+    host.initialize()
+    feed = operator_attached(daemon, "olga")
+    t, box = _plain_call_aside(daemon, host, {"name": "test_elicitation", "arguments": {"message": "Plain call?"}})
     try:
-        t = threading.Thread(target=call)
-        t.start()
         with Api(daemon) as api:
             q = _answer_the_open_question(api, "Plain call?")
             assert q["taskId"] is None
         t.join(15)
-        assert box["frame"]["result"]["content"][0]["text"] == _summary(CONTENT)
+        assert box["resp"].json()["result"]["content"][0]["text"] == _summary(CONTENT)
     finally:
+        t.join(15)
         feed.close()
 
 
@@ -187,4 +198,86 @@ def test_a_question_closes_when_its_call_is_cancelled(daemon: Any, raw_host: Any
         t.join(10)
     finally:
         events.close()
+        feed.close()
+
+
+# ---- the host sees that its question waits for an operator ----------------------------------------
+def test_a_2025_task_whose_question_waits_for_an_operator_says_so_until_it_is_answered(
+    daemon: Any, raw_host: Any
+) -> None:
+    host = raw_host(daemon.url)
+    host.initialize()  # no elicitation: the question can only wait for the attached operator
+    feed = operator_attached(daemon, "olga")
+    try:
+        call = {"name": "test_tool_with_task", "arguments": {}, "task": {}}  # asks, then works 1.5 s
+        tid = host.legacy("tools/call", call).json()["result"]["task"]["taskId"]
+
+        def get() -> dict[str, Any]:
+            return host.legacy("tasks/get", {"taskId": tid}).json()["result"]
+
+        waiting = wait_until(lambda: (t := get()).get("statusMessage") == WAITING and t, 15, "the waiting message")
+        assert waiting["status"] == "working"  # nothing for this host to do: it is not asked
+        with Api(daemon) as api:
+            assert api.get(f"/v1/tasks/{tid}").json()["statusMessage"] == WAITING
+            [q] = api.open_questions()
+            assert api.answer(q["id"], "accept", by="olga", content={"name": "Ada"}).status_code == 200
+        # Answered: while the upstream works on, the task no longer says it waits for anyone.
+        after = wait_until(lambda: (t := get()).get("statusMessage") != WAITING and t, 5, "the message withdrawn")
+        assert after["status"] == "working" and after.get("statusMessage") is None, after
+        assert reply_of(host.legacy("tasks/result", {"taskId": tid}))["result"]["content"][0]["text"] == "Hello, Ada!"
+        messages = [e["data"]["statusMessage"] for e in feed.events("task.status") if e["taskId"] == tid]
+        assert messages[:2] == [WAITING, None], messages  # the feed saw it said, then withdrawn
+    finally:
+        feed.close()
+
+
+def test_a_2026_task_whose_question_waits_for_an_operator_says_so(daemon: Any, raw_host: Any) -> None:
+    host = raw_host(daemon.url)
+    meta = {"io.modelcontextprotocol/clientCapabilities": TASKS_EXT}  # tasks, but no elicitation
+    feed = operator_attached(daemon, "olga")
+    try:
+        handle = host.modern("tools/call", {"name": "confirm_delete", "arguments": {"filename": "c.txt"}}, meta=meta)
+        tid = handle.json()["result"]["taskId"]
+
+        def get() -> dict[str, Any]:
+            r: dict[str, Any] = host.modern("tasks/get", {"taskId": tid}, meta=meta, headers={"Mcp-Name": tid}).json()
+            return r["result"]
+
+        if not daemon.legacy_upstream:
+            # A 2026 upstream is given this host's own capabilities (MRTR passes through, docs/tasks.md):
+            # it refuses by itself to ask a host without elicitation, and no question is ever opened.
+            failed = wait_until(lambda: (t := get())["status"] == "failed" and t, 15, "the upstream's refusal")
+            assert failed["error"]["code"] == -32021 and "elicitation" in failed["error"]["message"], failed
+            with Api(daemon) as api:
+                assert not [q for q in api.history() if q["taskId"] == tid]
+            return
+        waiting = wait_until(lambda: (t := get()).get("statusMessage") == WAITING and t, 15, "the waiting message")
+        assert waiting["status"] == "working" and "inputRequests" not in waiting  # not asked of this host
+        with Api(daemon) as api:
+            [q] = api.open_questions()
+            assert q["taskId"] == tid and not q["hostCanAnswer"]
+            assert api.answer(q["id"], "accept", by="olga", content={"confirm": True}).status_code == 200
+        done = wait_until(lambda: (t := get())["status"] == "completed" and t, 15, "completion")
+        assert done["result"]["content"][0]["text"] == "Deleted c.txt"
+    finally:
+        feed.close()
+
+
+def test_a_plain_call_whose_question_waits_for_an_operator_gets_a_progress_message(daemon: Any, raw_host: Any) -> None:
+    host = raw_host(daemon.url)
+    host.initialize()
+    feed = operator_attached(daemon, "olga")
+    params = {"name": "test_elicitation", "arguments": {"message": "Progress?"}, "_meta": {"progressToken": "p"}}
+    t, box = _plain_call_aside(daemon, host, params)
+    try:
+        with Api(daemon) as api:
+            [q] = wait_until(api.open_questions, 15, "the question")
+            assert api.answer(q["id"], "accept", by="olga", content=CONTENT).status_code == 200
+        t.join(15)
+        *notes, reply = sse_frames(box["resp"])
+        assert reply["result"]["content"][0]["text"] == _summary(CONTENT)
+        progress = [n["params"] for n in notes if n.get("method") == "notifications/progress"]
+        assert progress and progress[0]["progressToken"] == "p" and progress[0]["message"] == WAITING, notes
+    finally:
+        t.join(15)
         feed.close()
