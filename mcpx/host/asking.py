@@ -93,7 +93,8 @@ class Asker:
                     return await ctx.conn.request(notify, method, sent, QUESTION_TIMEOUT_S)
                 async with self.engine.asking(task_id):  # the task shows input_required meanwhile
                     channel = await self.streams.question_channel(task_id, ctx.conn)
-                    return await ctx.conn.request(channel, method, sent, QUESTION_TIMEOUT_S)
+                    record = self.engine.frames.recorder(task_id, "host")
+                    return await ctx.conn.request(channel, method, sent, QUESTION_TIMEOUT_S, record)
             except HostError as exc:
                 raise UpstreamError(exc.error) from None
 
