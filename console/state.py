@@ -236,7 +236,7 @@ class ConsoleState:
                     upstream=str(data.get("upstream", "")),
                     era=str(data.get("era", "")),
                     connection=conn_id,
-                    created_ms=int(ev["ts"]),
+                    created_ms=int(data.get("createdMs") or ev["ts"]),  # as /v1 and the snapshot show it
                     updated_ms=int(ev["ts"]),
                     status_message=data.get("statusMessage"),
                     ttl_ms=data.get("ttlMs"),

@@ -32,8 +32,9 @@ log = logging.getLogger("mcpx.broker")
 
 DEFAULT_EXPIRY_S = 600.0
 HostAsk = Callable[[Question], Awaitable[dict[str, Any]]]
-# Told once when a question starts waiting for an operator: what the host should see meanwhile.
-OnWaiting = Callable[[str], Awaitable[None]]
+# Told when a question starts waiting for an operator (what the host should see meanwhile), and
+# with None once it no longer waits (answered, expired, or its call ended).
+OnWaiting = Callable[[str | None], Awaitable[None]]
 WaitPolicy = Literal["attached", "always"]
 
 
@@ -50,6 +51,7 @@ class _Waiting:
     question: Question
     done: anyio.Event = field(default_factory=anyio.Event)
     error: BaseException | None = None  # what the upstream gets instead of an answer
+    told_waiting: bool = False  # the host was told the question waits for an operator
 
 
 def _json_size(value: object) -> int:
@@ -149,9 +151,11 @@ class Broker:
                 tg.cancel_scope.cancel()
         finally:
             self._open.pop(q.id, None)
-            if q.status == "open":  # its call ended first (cancelled, timed out), or it expired
-                with anyio.CancelScope(shield=True):
+            with anyio.CancelScope(shield=True):
+                if q.status == "open":  # its call ended first (cancelled, timed out), or it expired
                     await self._expire(q, f"expired after {self.expiry_s:g} s" if expired else "the call ended")
+                if waiting.told_waiting and on_waiting is not None:
+                    await self._tell(q, on_waiting, None)  # it waits no more: the host is told so
         if waiting.error is not None:
             raise waiting.error
         if q.answer is None:
@@ -189,10 +193,15 @@ class Broker:
                 waiting.done.set()
                 return
         if on_waiting is not None:
-            try:
-                await on_waiting(f"waiting for an operator to answer {q.upstream}'s {q.kind} question")
-            except Exception:
-                log.debug("question %s: could not tell the host it waits", q.id, exc_info=True)
+            waiting.told_waiting = True
+            await self._tell(q, on_waiting, f"waiting for an operator to answer {q.upstream}'s {q.kind} question")
+
+    @staticmethod
+    async def _tell(q: Question, on_waiting: OnWaiting, message: str | None) -> None:
+        try:
+            await on_waiting(message)
+        except Exception:
+            log.debug("question %s: could not tell the host it waits (%s)", q.id, message, exc_info=True)
 
     def _check_room(self, method: str, params: dict[str, Any], task_id: str | None) -> None:
         size = _json_size(params)

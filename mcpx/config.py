@@ -193,7 +193,13 @@ class KeepersConfig(_Strict):
 
 
 class EventsConfig(_Strict):
-    maxRows: int = Field(200_000, gt=0, description="Cap on the event log (the audit log): older events are dropped.")
+    maxRows: int = Field(200_000, gt=0, description="Cap on the event log: the oldest go at start and each minute.")
+    subscriberQueue: int = Field(
+        2048, gt=0, description="Events a feed subscriber may lag behind; then it gets `gap` and the store's events."
+    )
+    heartbeatS: float = Field(
+        15.0, gt=0, description="A feed subscriber is sent a heartbeat after this long without any other message."
+    )
 
 
 class AuthToken(_Strict):

@@ -115,6 +115,12 @@ class Daemon:
     async def _on_resource_updated(self, server: UpstreamServer, uri: str) -> None:
         await self.hub.resource_updated(server.naming.uri_out(uri))
 
+    def _feed(self, token: str, origins: list[str]) -> FeedEndpoint:
+        ev = self.config.events
+        return FeedEndpoint(
+            self.engine.store, self.bus, token, origins, queue_max=ev.subscriberQueue, heartbeat_s=ev.heartbeatS
+        )
+
     def stop(self) -> None:
         """Begin the graceful shutdown, as SIGTERM would."""
         if self._server is not None:
@@ -184,7 +190,7 @@ class Daemon:
                     Route("/mcp", self.endpoint),
                     # A bound method, so Starlette hands it a WebSocket (an instance would be taken as raw ASGI).
                     WebSocketRoute("/v1/stdio", ShimEndpoint(self.router, token).__call__),
-                    WebSocketRoute("/v1/events", FeedEndpoint(self.engine.store, self.bus, token, origins).__call__),
+                    WebSocketRoute("/v1/events", self._feed(token, origins).__call__),
                 ]
             )
             # Everything else is /v1's (FastAPI): its own 404s and errors are JSON, like the rest of it.

@@ -68,6 +68,14 @@ class FrameLog:
     ) -> None:
         self.add(task_id, [make_frame(side, direction, frame, self.max_bytes, ts_ms)])
 
+    def recorder(self, task_id: str, side: Side) -> Callable[[Direction, dict[str, Any]], None]:
+        """Records one side's frames of a task as they go."""
+
+        def record(direction: Direction, frame: dict[str, Any]) -> None:
+            self.record(task_id, side, direction, frame)
+
+        return record
+
     def add(self, task_id: str, frames: list[Frame]) -> None:
         ring = self._by_task.get(task_id)
         if ring is None:

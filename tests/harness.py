@@ -355,6 +355,46 @@ def sse_frames(resp: httpx.Response) -> list[dict[str, Any]]:
     return out
 
 
+class SseStream:
+    """A long-lived SSE stream (a 2025 session's GET stream, a 2026 listen stream), read in a thread:
+    every JSON frame it carried, in order."""
+
+    def __init__(self, method: str, url: str, headers: dict[str, str], body: dict[str, Any] | None = None) -> None:
+        self.frames: list[dict[str, Any]] = []
+        self.status: int | None = None
+        self._sock: socket.socket | None = None
+        self._client = httpx.Client(timeout=httpx.Timeout(10 * UNIT, read=None))
+        self._opened = threading.Event()
+        content = json.dumps(body) if body is not None else None
+        self._thread = threading.Thread(target=self._read, args=(method, url, headers, content), daemon=True)
+        self._thread.start()
+        OPEN_CLIENTS.append(self)
+        assert self._opened.wait(10 * UNIT) and self.status == 200, f"the stream did not open: {self.status}"
+
+    def _read(self, method: str, url: str, headers: dict[str, str], content: str | None) -> None:
+        try:
+            with self._client.stream(method, url, content=content, headers=headers) as resp:
+                self.status = resp.status_code
+                self._sock = resp.extensions["network_stream"].get_extra_info("socket")
+                self._opened.set()
+                for line in resp.iter_lines():
+                    if line.startswith("data:"):
+                        self.frames.append(json.loads(line[5:]))
+        except httpx.HTTPError:  # ended by close(), or the daemon went away
+            pass
+        self._opened.set()
+
+    def close(self) -> None:
+        """End the stream (a shutdown wakes the reader at once; closing the client would not)."""
+        if self._sock is not None:
+            try:
+                self._sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+        self._thread.join(5 * UNIT)
+        self._client.close()
+
+
 def reply_of(resp: httpx.Response) -> dict[str, Any]:
     frames = [f for f in sse_frames(resp) if "id" in f and "method" not in f]
     assert frames, f"no reply in {resp.text!r}"

@@ -53,7 +53,13 @@ def _conformance_config() -> dict[str, Any]:
             "up": {
                 "command": sys.executable,
                 "args": [str(SERVER), "stdio"],
-                "mcpx": {"passthrough": True, "tools": {"confirm_delete": {"taskSupport": "optional"}}},
+                "mcpx": {
+                    "passthrough": True,
+                    "tools": {
+                        "confirm_delete": {"taskSupport": "optional"},
+                        "test_elicitation": {"taskSupport": "optional"},
+                    },
+                },
             }
         },
         "tasks": {"taskAfterMs": 200},
@@ -186,6 +192,29 @@ def test_questions_answer_delivers_the_content_and_a_second_answer_is_refused(st
         finally:
             t.join(15 * UNIT)
             feed.close()
+
+
+def test_questions_answer_reaches_the_upstream_inside_a_2025_task(start_daemon: Any) -> None:
+    d = start_daemon(_conformance_config())
+    feed = operator_attached(d, "olga")  # the host cannot be asked: the question waits for an operator
+    try:
+        with RawHost(d.url) as host, Api(d) as api:
+            host.initialize()  # declares no elicitation
+            params = {"name": "test_elicitation", "arguments": {"message": "Ship it?"}, "task": {}}
+            tid = host.legacy("tools/call", params).json()["result"]["task"]["taskId"]
+            [q] = wait_until(api.open_questions, 15, "open question")
+            assert q["taskId"] == tid and tid[:8] in ok(d, "questions", "ls")
+
+            answer = ["--accept", "username=grace", "email=grace@example.com", "--by", "olga"]
+            taken = mcpx(d, "questions", "answer", q["id"], *answer)
+            assert taken.returncode == 0 and f"question {q['id']} answered accept by operator:olga" in taken.stdout
+            result = host.legacy("tasks/result", {"taskId": tid}).json()["result"]
+            # The conformance upstream echoes what it got: exactly the content given on the command line.
+            content = json.dumps({"username": "grace", "email": "grace@example.com"})
+            assert result["content"][0]["text"] == f"User response: action=accept, content={content}", result
+            assert host.legacy("tasks/get", {"taskId": tid}).json()["result"]["status"] == "completed"
+    finally:
+        feed.close()
 
 
 # ---- watch -------------------------------------------------------------------------------------

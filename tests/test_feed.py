@@ -4,6 +4,7 @@ forced reconnect and a SIGKILL restart; a subscriber that never reads slows noth
 from __future__ import annotations
 
 import base64
+import itertools
 import json
 import os
 import signal
@@ -13,9 +14,10 @@ from pathlib import Path
 from typing import Any
 
 import jsonschema
-from harness import Api, Daemon, FeedClient, RawHost, stdio_server, wait_until
+from harness import UNIT, Api, Daemon, FeedClient, RawHost, stdio_server, wait_until
 
 from mcpx.api.event_schemas import data_schema, envelope_schema
+from mcpx.tasks.engine import RESTARTED
 
 TERMINAL = {"completed", "failed", "cancelled"}
 
@@ -62,14 +64,17 @@ def _all_terminal(api: Api, ids: list[str]) -> bool:
 def test_every_event_of_1000_tasks_arrives_in_order_once_across_a_reconnect_and_a_sigkill(
     start_daemon: Any, tmp_path: Path
 ) -> None:
+    """1,000 tasks live at once (each runs 20 s, longer than creating them all takes); a subscriber
+    dropped and resumed mid-creation; the daemon SIGKILLed while every one of them runs, then
+    restarted. Each task then ends after the restart: failed as the restart cut it, or carried on
+    through its kept upstream and completed. Every event arrives once, in order, none missing."""
     d: Daemon = start_daemon({"mcpServers": {"fx": stdio_server(tmp_path)}})
     first = FeedClient(d)
-    wait_until(lambda: first.messages, 10, "snapshot")
-    snapshot = first.messages[0]
-    assert snapshot["type"] == "snapshot"
+    snapshot = first.snapshot()
     segments: list[list[dict[str, Any]]] = []
     ids: list[str] = []
-    creator = threading.Thread(target=lambda: ids.extend(_make_tasks(d.url, 1000, 8, {"seconds": 0.5, "steps": 1})))
+    args = {"seconds": 20 * UNIT, "steps": 1}
+    creator = threading.Thread(target=lambda: ids.extend(_make_tasks(d.url, 1000, 8, args)))
     creator.start()
     wait_until(lambda: len(first.events("task.created")) >= 300, 60, "300 tasks created")
     first.close()  # a dropped feed: resume by sequence
@@ -79,13 +84,16 @@ def test_every_event_of_1000_tasks_arrives_in_order_once_across_a_reconnect_and_
     assert len(ids) == 1000
     before = sum(e["kind"] == "task.created" for e in segments[0])
     wait_until(lambda: len(second.events("task.created")) + before >= 1000, 30, "all creations seen")
-    d.stop(signal.SIGKILL)  # mid-run: some tasks are still working
+    with Api(d) as api:
+        live = api.get("/v1/tasks", params={"status": "working", "limit": 1000}).json()["tasks"]
+    assert {t["id"] for t in live} == set(ids), f"only {len(live)} of the 1,000 tasks ran at once"
+    d.stop(signal.SIGKILL)  # every task is still working
     second.close()
     segments.append(second.events())
     d.start(port=d.port)
     third = FeedClient(d, since=segments[-1][-1]["seq"])
     with Api(d) as api:
-        wait_until(lambda: _all_terminal(api, ids), 60, "every task terminal")
+        wait_until(lambda: _all_terminal(api, ids), 60 * UNIT, "every task terminal")
         last = api.get("/v1/status").json()["lastSeq"]
         wait_until(lambda: third.events() and third.events()[-1]["seq"] >= last, 20, "third feed caught up")
         third.close()
@@ -106,10 +114,16 @@ def test_every_event_of_1000_tasks_arrives_in_order_once_across_a_reconnect_and_
         _check_shapes(seg)
     events = [e for seg in segments for e in seg]
     created = {e["taskId"] for e in events if e["kind"] == "task.created"}
-    ended = {e["taskId"] for e in events if e["kind"] == "task.status" and e["data"]["status"] in TERMINAL}
-    assert created == set(ids) and ended == set(ids)
-    restarted = [e for e in events if e["kind"] == "task.status" and "restarted" in (e["data"]["statusMessage"] or "")]
-    print(f"{len(events)} events, {len(restarted)} tasks cut by the SIGKILL and failed honestly after it")
+    assert created == set(ids)
+    # The SIGKILL cut every task: each one's end is an event of the restarted daemon.
+    ends = [e for e in events if e["kind"] == "task.status" and e["data"]["status"] in TERMINAL]
+    assert min(e["seq"] for e in ends) > segments[1][-1]["seq"], "a task ended before the SIGKILL"
+    assert sorted(e["taskId"] for e in ends) == sorted(ids)
+    failed = [e for e in ends if e["data"]["status"] == "failed"]
+    resumed = [e for e in ends if e["data"]["status"] == "completed"]
+    assert all(e["data"]["statusMessage"] == RESTARTED for e in failed), {e["data"]["statusMessage"] for e in failed}
+    assert len(failed) + len(resumed) == 1000
+    print(f"{len(events)} events; of 1,000 tasks cut by the SIGKILL {len(resumed)} resumed, {len(failed)} failed")
 
 
 def _stuck_subscriber(port: int, token: str) -> socket.socket:
@@ -189,3 +203,158 @@ def test_a_resumed_subscriber_is_told_it_is_caught_up_at_once(start_daemon: Any,
     assert [m["seq"] for m in caught_up] == list(range(seq, seq + len(caught_up))), messages
     assert messages[beat]["seq"] == caught_up[-1]["seq"] and len(ids) == 2
     resumed.close()
+
+
+# ---- who may subscribe ---------------------------------------------------------------------------
+def _connect(d: Daemon, **headers: str) -> Any:
+    """A raw feed websocket with exactly these headers (FeedClient always sends the token)."""
+    from websockets.sync.client import connect
+
+    return connect(f"ws://127.0.0.1:{d.port}/v1/events", additional_headers=headers, open_timeout=10)
+
+
+def _refused_at_handshake(d: Daemon, **headers: str) -> Any:
+    """The HTTP response that refused the websocket upgrade."""
+    from websockets.exceptions import InvalidStatus
+
+    try:
+        _connect(d, **headers).close()
+    except InvalidStatus as exc:
+        return exc.response
+    raise AssertionError(f"the feed accepted {headers}")
+
+
+def _closed_after(d: Daemon, hello: dict[str, Any]) -> Any:
+    """Subscribe without an Authorization header; the close frame the daemon answered with."""
+    from websockets.exceptions import ConnectionClosed
+
+    with _connect(d) as ws:
+        ws.send(json.dumps(hello))
+        try:
+            got = ws.recv(timeout=10)
+        except ConnectionClosed as closed:
+            return closed.rcvd
+        raise AssertionError(f"the feed answered {got!r} to {hello}")
+
+
+def test_the_feed_takes_the_token_in_a_header_or_the_first_message_and_refuses_anything_else(
+    start_daemon: Any,
+) -> None:
+    d: Daemon = start_daemon()
+    # For clients that cannot set headers: the token in the subscribe message is enough.
+    with _connect(d) as ws:
+        ws.send(json.dumps({"type": "subscribe", "token": d.token}))
+        assert json.loads(ws.recv(timeout=10))["type"] == "snapshot"
+    # A loopback page may subscribe (its Origin is allowed) ...
+    with _connect(d, Authorization=f"Bearer {d.token}", Origin=f"http://localhost:{d.port}") as ws:
+        ws.send(json.dumps({"type": "subscribe"}))
+        assert json.loads(ws.recv(timeout=10))["type"] == "snapshot"
+    # ... a foreign one may not, token or not: HTTP 403, as on /v1.
+    foreign = _refused_at_handshake(d, Authorization=f"Bearer {d.token}", Origin="https://evil.example")
+    assert foreign.status_code == 403, foreign
+    # A wrong token in the header: HTTP 401, as on /v1.
+    wrong = _refused_at_handshake(d, Authorization="Bearer not-the-token")
+    assert wrong.status_code == 401 and b"token" in wrong.body, (wrong.status_code, wrong.body)
+    # No header, and the first message has no token or a wrong one: closed with 4401.
+    for hello in (
+        {"type": "subscribe"},
+        {"type": "subscribe", "token": d.token + "x"},
+        {"type": "subscribe", "token": 1},
+    ):
+        close = _closed_after(d, hello)
+        assert close is not None and (close.code, close.reason) == (4401, "mcpx API token required"), (hello, close)
+    assert d.status()["subscribers"] == []  # none of the refused ones stayed subscribed
+
+
+# ---- falling behind, resuming too late, heartbeats -----------------------------------------------
+def _seqs_after(messages: list[dict[str, Any]], start: int) -> list[int]:
+    """The event seqs of a subscription, checked to run from `start` + 1 on with no gap and no repeat."""
+    got = [m["seq"] for m in messages if m["type"] == "event"]
+    assert got == list(range(start + 1, start + 1 + len(got))), "an event missing or repeated"
+    return got
+
+
+def test_a_subscriber_that_falls_behind_is_told_gap_and_caught_up_from_the_store(
+    start_daemon: Any, tmp_path: Path
+) -> None:
+    # A queue of one event: any burst while the feed is still sending overflows it.
+    d: Daemon = start_daemon({"mcpServers": {"fx": stdio_server(tmp_path)}, "events": {"subscriberQueue": 1}})
+    feed = FeedClient(d)
+    start = feed.snapshot()["seq"]
+    ids: list[str] = []
+    for _ in range(10):  # rounds of concurrent tasks until the feed has fallen behind once
+        ids += _make_tasks(d.url, 80, 8, {"text": "x"}, name="fx__echo")
+        if any(m["type"] == "gap" for m in feed.messages):
+            break
+    with Api(d) as api:
+        wait_until(lambda: _all_terminal(api, ids), 30, "every task terminal")
+        last = api.get("/v1/status").json()["lastSeq"]
+    wait_until(lambda: feed.events() and feed.events()[-1]["seq"] >= last, 20, "the feed caught up")
+    feed.close()
+    messages = feed.messages[1:]
+    gaps = [i for i, m in enumerate(messages) if m["type"] == "gap"]
+    assert gaps, "the feed never fell behind"
+    # Each gap names the last event sent before it; the catch-up goes on right after that one.
+    for i in gaps:
+        sent = [m["seq"] for m in messages[:i] if m["type"] == "event"]
+        assert messages[i]["after"] == (sent[-1] if sent else start), messages[i]
+        after = next(m for m in messages[i + 1 :] if m["type"] in ("event", "gap"))
+        assert after["type"] == "gap" or after["seq"] == messages[i]["after"] + 1, after
+    got = _seqs_after(messages, start)
+    assert got[-1] == last and {e["taskId"] for e in feed.events("task.created")} == set(ids)
+    print(f"{len(got)} events, {len(gaps)} gaps caught up")
+
+
+def test_a_resume_from_before_the_retained_events_gets_reset_and_a_fresh_snapshot(
+    start_daemon: Any, tmp_path: Path
+) -> None:
+    d: Daemon = start_daemon({"mcpServers": {"fx": stdio_server(tmp_path)}, "events": {"maxRows": 20}})
+    ids = _make_tasks(d.url, 16, 2, {"text": "x"}, name="fx__echo")  # more than 20 events
+    with Api(d) as api:
+        wait_until(lambda: _all_terminal(api, ids), 20, "every task terminal")
+    d.stop()
+    d.start()  # the cap is applied at start: the oldest events go
+    with Api(d) as api:
+
+        def first_stored() -> int:
+            return int(api.get("/v1/events", params={"since": 0, "limit": 1}).json()["events"][0]["seq"])
+
+        wait_until(lambda: first_stored() > 2, 10, "the event log trimmed to its cap")
+        first, last = first_stored(), api.get("/v1/status").json()["lastSeq"]
+    assert last - first + 1 <= 20
+    late = FeedClient(d, since=1)  # a console that last applied event 1
+    wait_until(lambda: len(late.messages) >= 2, 10, "reset and snapshot")
+    reset, snapshot = late.messages[:2]
+    assert reset == {"type": "reset", "reason": f"events up to {first - 1} are no longer stored"}, reset
+    assert snapshot["type"] == "snapshot" and snapshot["seq"] >= last
+    assert {t["id"] for t in snapshot["tasks"]} >= set(ids)
+    # Still live after the reset: a new task arrives as the next event after the snapshot.
+    [tid] = _make_tasks(d.url, 1, 1, {"text": "y"}, name="fx__echo")
+    [created] = wait_until(lambda: late.events("task.created"), 10, "the new task's event")
+    with Api(d) as api:  # its time as /v1 gives it: epoch milliseconds, the same number
+        assert (
+            created["taskId"] == tid and created["data"]["createdMs"] == api.get(f"/v1/tasks/{tid}").json()["createdMs"]
+        )
+    _seqs_after(late.messages[2:], snapshot["seq"])
+    # A resume from an event still stored is no reset: the stored events follow.
+    kept = FeedClient(d, since=first)
+    wait_until(lambda: any(m["type"] == "heartbeat" for m in kept.messages), 10, "caught up")
+    assert kept.messages[0]["type"] == "event" and kept.messages[0]["seq"] == first + 1, kept.messages[0]
+    late.close()
+    kept.close()
+
+
+def test_an_idle_subscriber_gets_a_heartbeat_every_configured_interval(start_daemon: Any) -> None:
+    d: Daemon = start_daemon({"events": {"heartbeatS": 0.3}})
+    feed = FeedClient(d)
+    seq = feed.snapshot()["seq"]
+
+    def beats() -> list[dict[str, Any]]:
+        return [m for m in feed.messages if m["type"] == "heartbeat"]
+
+    wait_until(lambda: len(beats()) >= 4, 5, "four heartbeats")  # the default (15 s) would time out here
+    feed.close()
+    got = beats()
+    assert all(b["seq"] == seq for b in got), got  # nothing happened: the newest event is still the snapshot's
+    gaps = [b["ts"] - a["ts"] for a, b in itertools.pairwise(got)]
+    assert all(g >= 250 for g in gaps), gaps  # one per interval of silence, not a flood

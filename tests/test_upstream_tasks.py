@@ -15,7 +15,8 @@ behind a real daemon, a raw 2025-11-25 host in front:
   result; with a stdio upstream (which dies with the daemon) it fails, honestly, with -32603.
 And FastMCP 4.1.4 + fastmcp-tasks (`tests/peers/fastmcp_upstream.py`, the 2026 extension) over
 HTTP: legacy and 2026 host tasks become extension tasks upstream (polled with `tasks/get`, result
-inlined), cancel reaches it as `tasks/cancel`, and a SIGKILLed daemon resumes its task.
+inlined), its statusMessage reaches both hosts' tasks/get, /v1 and the feed, cancel reaches it as
+`tasks/cancel`, and a SIGKILLed daemon resumes its task.
 """
 
 from __future__ import annotations
@@ -701,6 +702,44 @@ def test_fastmcp_upstream_runs_host_tasks_of_both_eras_as_extension_tasks(
     assert plain["content"][0]["text"] == "p after 0.05 s"
     assert len(_ext_ids(fastmcp_up)) == 2
     print(f"legacy host task over a 2026 upstream task: {legacy_s:.2f} s for a 0.5 s tool")
+
+
+@pytestmark_e2e
+def test_a_2026_upstream_tasks_status_message_reaches_both_hosts_the_api_and_the_feed(
+    start_daemon: Any, tmp_path: Path, raw_host: Any, fastmcp_up: PeerHttp
+) -> None:
+    """The extension task's statusMessage (FastMCP's progress message) is polled into mcpx's task:
+    a 2025 host's and a 2026 host's tasks/get say it, and so do /v1 and the feed."""
+    d = start_daemon({"mcpServers": {"f": {"url": fastmcp_up.url}}, "tasks": {"pollIntervalMs": 100}}, name="fs")
+    feed = FeedClient(d, kinds=["task.created", "task.status"])
+    try:
+        legacy = raw_host(d.url)
+        legacy.initialize()
+        old = _task(legacy, "f__slow", {"seconds": 3, "steps": 30, "status": "Reading the archive…"})
+        modern = raw_host(d.url)
+        args = {"seconds": 3, "steps": 30, "status": "Indexing…"}
+        new = _modern_ext(modern, "tools/call", {"name": "f__slow", "arguments": args})["result"]["taskId"]
+
+        def modern_get() -> dict[str, Any]:
+            return _modern_ext(modern, "tasks/get", {"taskId": new}, **{"Mcp-Name": new})["result"]
+
+        seen = wait_until(lambda: (t := _status(legacy, old)).get("statusMessage") and t, 2.5, "the 2025 host's")
+        assert seen == {**seen, "status": "working", "statusMessage": "Reading the archive…"}
+        seen = wait_until(lambda: (t := modern_get()).get("statusMessage") and t, 2.5, "the 2026 host's")
+        assert seen == {**seen, "status": "working", "statusMessage": "Indexing…"}
+        with Api(d) as api:
+            assert api.get(f"/v1/tasks/{old}").json()["statusMessage"] == "Reading the archive…"
+            assert api.get(f"/v1/tasks/{new}").json()["statusMessage"] == "Indexing…"
+        # A task.status, or already its task.created (the 2026 call said it before it became a task).
+        said = {(e["taskId"], e["data"]["statusMessage"]) for e in feed.events()}
+        assert {(old, "Reading the archive…"), (new, "Indexing…")} <= said, said
+        done = wait_until(lambda: (t := modern_get())["status"] == "completed" and t, 20, "completion")
+        assert done["result"]["content"] == [{"type": "text", "text": "done after 3 s"}]
+        assert reply_of(legacy.legacy("tasks/result", {"taskId": old}))["result"]["content"][0]["text"] == (
+            "done after 3 s"
+        )
+    finally:
+        feed.close()
 
 
 @pytestmark_e2e

@@ -57,7 +57,7 @@ class TaskCreated(_Data):
     owner: str = Field(description="What binds it: conn, modern, or principal:<name>.")
     status: TaskStatus
     statusMessage: str | None
-    createdAt: str
+    createdMs: int = Field(description="When the task was created, in milliseconds since the epoch.")
     ttlMs: int | None
     pollIntervalMs: int
 

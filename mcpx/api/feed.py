@@ -16,9 +16,10 @@ import time
 from typing import Any
 
 import anyio
+from starlette.responses import JSONResponse
 from starlette.websockets import WebSocket, WebSocketDisconnect, WebSocketState
 
-from ..events import EVENT_KINDS, EventBus, EventFilter, StoredEvent, Subscriber
+from ..events import EVENT_KINDS, QUEUE_MAX, EventBus, EventFilter, StoredEvent, Subscriber
 from ..operations import task_summary
 from ..store import Store
 from .origin import origin_allowed
@@ -33,12 +34,22 @@ SNAPSHOT_TASKS_MAX = 20_000
 
 
 class FeedEndpoint:
-    def __init__(self, store: Store, bus: EventBus, token: str, allowed_origins: list[str]) -> None:
+    def __init__(
+        self,
+        store: Store,
+        bus: EventBus,
+        token: str,
+        allowed_origins: list[str],
+        *,
+        queue_max: int = QUEUE_MAX,
+        heartbeat_s: float = HEARTBEAT_S,
+    ) -> None:
         self.store = store
         self.bus = bus
         self.token = token
         self.allowed_origins = allowed_origins
-        self.heartbeat_s = HEARTBEAT_S
+        self.queue_max = queue_max  # events.subscriberQueue
+        self.heartbeat_s = heartbeat_s  # events.heartbeatS
 
     def _token_ok(self, given: object) -> bool:
         return isinstance(given, str) and secrets.compare_digest(given.encode(), self.token.encode())
@@ -46,12 +57,12 @@ class FeedEndpoint:
     async def __call__(self, ws: WebSocket) -> None:
         origin = ws.headers.get("origin")
         if origin is not None and not origin_allowed(origin, self.allowed_origins):
-            await ws.close(code=4403, reason="origin not allowed")  # before accept: HTTP 403
+            await _deny(ws, 403, f"origin {origin!r} is not allowed")
             return
         auth = ws.headers.get("authorization", "")
         header_ok = auth.lower().startswith("bearer ") and self._token_ok(auth[7:])
         if auth and not header_ok:
-            await ws.close(code=4401, reason="mcpx API token required")
+            await _deny(ws, 401, "the mcpx API token is required")
             return
         await ws.accept()
         try:
@@ -67,7 +78,7 @@ class FeedEndpoint:
             await _close(ws, 4401, "mcpx API token required")
             return
         try:
-            sub = _subscriber(hello)
+            sub = _subscriber(hello, self.queue_max)
             since = _since(hello.get("since"))
             limit = min(int(hello.get("snapshotTasks", SNAPSHOT_TASKS)), SNAPSHOT_TASKS_MAX)
         except (TypeError, ValueError) as exc:
@@ -154,7 +165,7 @@ class FeedEndpoint:
             last = page[-1].seq
 
 
-def _subscriber(hello: dict[str, Any]) -> Subscriber:
+def _subscriber(hello: dict[str, Any], queue_max: int) -> Subscriber:
     def strings(key: str) -> frozenset[str]:
         value = hello.get(key) or []
         if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
@@ -168,7 +179,9 @@ def _subscriber(hello: dict[str, Any]) -> Subscriber:
     operator = hello.get("operator")
     if operator is not None and not isinstance(operator, str):
         raise ValueError("operator must be a string (the name answers are given under)")
-    return Subscriber(EventFilter(kinds, strings("tasks"), strings("connections")), operator=operator or None)
+    return Subscriber(
+        EventFilter(kinds, strings("tasks"), strings("connections")), operator=operator or None, max_queue=queue_max
+    )
 
 
 def _since(value: object) -> int | None:
@@ -189,6 +202,16 @@ def _ms() -> int:
 
 async def _send(ws: WebSocket, message: dict[str, Any]) -> None:
     await ws.send_text(json.dumps(message, separators=(",", ":"), ensure_ascii=False))
+
+
+async def _deny(ws: WebSocket, status: int, message: str) -> None:
+    """Refuse the upgrade with an HTTP status and a JSON error, as /v1 answers (a server without
+    the denial-response extension can only close before accepting, which clients see as 403)."""
+    if "websocket.http.response" in ws.scope.get("extensions", {}):
+        headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
+        await ws.send_denial_response(JSONResponse({"error": message}, status, headers=headers))
+    else:
+        await ws.close(code=4000 + status, reason=message)
 
 
 async def _close(ws: WebSocket, code: int, reason: str) -> None:

@@ -93,7 +93,8 @@ class Asker:
                     return await ctx.conn.request(notify, method, sent, QUESTION_TIMEOUT_S)
                 async with self.engine.asking(task_id):  # the task shows input_required meanwhile
                     channel = await self.streams.question_channel(task_id, ctx.conn)
-                    return await ctx.conn.request(channel, method, sent, QUESTION_TIMEOUT_S)
+                    record = self.engine.frames.recorder(task_id, "host")
+                    return await ctx.conn.request(channel, method, sent, QUESTION_TIMEOUT_S, record)
             except HostError as exc:
                 raise UpstreamError(exc.error) from None
 
@@ -131,14 +132,21 @@ class Asker:
         return ctx.park.hold
 
     def _tell_waiting(self, ctx: RequestContext) -> OnWaiting:
-        """While a question waits for an operator the host sees it: its task's status message,
-        or progress on a plain call that asked for progress."""
+        """While a question waits for an operator the host sees it: its task's status message
+        (withdrawn once it is answered, back to what it said before), or progress on a plain call
+        that asked for progress."""
+        said: list[tuple[str, str | None]] = []  # (what was told, the task's message before it)
 
-        async def tell(message: str) -> None:
+        async def tell(message: str | None) -> None:
             if ctx.task_id is not None:
-                await self.engine.set_status_message(ctx.task_id, message)
+                if message is not None:
+                    said.append((message, await self.engine.set_status_message(ctx.task_id, message)))
+                elif said:
+                    await self.engine.restore_status_message(ctx.task_id, *said.pop())
                 return
             token = ctx.meta.get("progressToken")
+            if message is None:
+                return  # progress is not taken back; the upstream's next progress follows
             if token is not None and ctx.notify is not None:
                 # Progress must grow (progress.mdx): just past the last value the upstream sent.
                 progress = 0.0 if ctx.last_progress is None else ctx.last_progress + 1e-6

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import anyio
 
 from ..connections import ConnectionKind, ConnectionRecord, new_connection_id
+from ..frames import Direction
 from ..protocol.jsonrpc import Id
 from ..protocol.revisions import Era
 from ..ratelimit import TokenBucket
@@ -20,6 +21,8 @@ if TYPE_CHECKING:
     from .parking import Park
 
 Send = Callable[[dict[str, Any]], Awaitable[None]]
+# Told each frame of an exchange with the host, as it goes: "out" (mcpx sent it) or "in".
+Record = Callable[[Direction, dict[str, Any]], None]
 
 
 @dataclass
@@ -57,18 +60,26 @@ class HostConnection:
             opened, self.channel_opened = self.channel_opened, anyio.Event()
             opened.set()
 
-    async def request(self, send: Send, method: str, params: dict[str, Any], timeout: float) -> dict[str, Any]:
-        """Ask this host something (elicitation, sampling, roots) and wait for its answer."""
+    async def request(
+        self, send: Send, method: str, params: dict[str, Any], timeout: float, record: Record | None = None
+    ) -> dict[str, Any]:
+        """Ask this host something (elicitation, sampling, roots) and wait for its answer; `record`
+        is told the request once sent and the host's response once it arrived."""
         rid = f"mcpx-{next(self._ids)}"
         reply = _Reply()
         self.awaiting[rid] = reply
+        frame = {"jsonrpc": "2.0", "id": rid, "method": method, "params": params}
         try:
-            await send({"jsonrpc": "2.0", "id": rid, "method": method, "params": params})
+            await send(frame)
+            if record is not None:
+                record("out", frame)
             with anyio.fail_after(timeout):
                 await reply.done.wait()
         finally:
             self.awaiting.pop(rid, None)
         msg = reply.msg or {}
+        if record is not None and reply.msg is not None:
+            record("in", reply.msg)
         if "error" in msg:
             raise HostError(
                 msg["error"] if isinstance(msg["error"], dict) else {"code": -32603, "message": str(msg["error"])}

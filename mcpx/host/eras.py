@@ -33,7 +33,7 @@ class Eras:
 
 
 def build(config: Config, pool: UpstreamPool, hub: Hub, engine: TaskEngine, broker: Broker) -> Eras:
-    streams = TaskStreams()  # a 2025 task's streams: its questions (asking) and results (legacy)
+    streams = TaskStreams(engine.frames)  # a 2025 task's streams: its questions (asking) and results (legacy)
     calls = UpstreamCalls(config, engine, Asker(engine, broker, streams), secrets.token_bytes(32))
     host = TaskHost(calls, engine, broker, hub, config.tasks)
     modern = ModernTasks(host)

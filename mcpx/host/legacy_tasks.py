@@ -123,4 +123,6 @@ class LegacyTasks:
             return
         conn = self.host.hub.legacy.get(task.owner[5:])
         if conn is not None and conn.send is not None:
-            await conn.send(rules.status_notification(task))
+            note = rules.status_notification(task)
+            await conn.send(note)
+            self.engine.frames.record(task.id, "host", "out", note)

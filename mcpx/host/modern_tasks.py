@@ -225,8 +225,11 @@ class ModernTasks:
     async def send_state(self, task_id: str, send: Send, subscription_id: Id) -> None:
         task = await self.engine.get(task_id)
         if task is not None:
-            await send(rules.task_notification(task, subscription_id))
+            note = rules.task_notification(task, subscription_id)
+            await send(note)
+            self.engine.frames.record(task_id, "host", "out", note)
 
     async def announce(self, task: Task) -> None:
         """notifications/tasks (a DetailedTask) on every listen stream that asked for this task."""
-        await self.host.hub.task_changed(task.id, rules.detailed(task))
+        for note in await self.host.hub.task_changed(task.id, rules.detailed(task)):
+            self.engine.frames.record(task.id, "host", "out", note)

@@ -61,15 +61,17 @@ class Hub:
                 if conn.send is not None:
                     await _send(conn.send, jsonrpc.notification(method))
 
-    async def task_changed(self, task_id: str, state: dict[str, Any]) -> None:
+    async def task_changed(self, task_id: str, state: dict[str, Any]) -> list[dict[str, Any]]:
+        """notifications/tasks on every listen stream that asked for the task; the ones sent."""
+        sent = []
         for listener in list(self.listeners.values()):
             if task_id in listener.task_ids:
-                await _send(
-                    listener.send,
-                    jsonrpc.notification(
-                        "notifications/tasks", {**state, "_meta": {META_SUBSCRIPTION: listener.subscription_id}}
-                    ),
+                note = jsonrpc.notification(
+                    "notifications/tasks", {**state, "_meta": {META_SUBSCRIPTION: listener.subscription_id}}
                 )
+                if await _send(listener.send, note):
+                    sent.append(note)
+        return sent
 
     async def resource_updated(self, uri: str) -> None:
         for listener in list(self.listeners.values()):
@@ -86,8 +88,10 @@ class Hub:
                 await _send(conn.send, jsonrpc.notification("notifications/resources/updated", {"uri": uri}))
 
 
-async def _send(send: Send, msg: dict[str, Any]) -> None:
+async def _send(send: Send, msg: dict[str, Any]) -> bool:
     try:
         await send(msg)
     except Exception:  # one host gone must not stop the others hearing
         log.debug("change notification dropped", exc_info=True)
+        return False
+    return True

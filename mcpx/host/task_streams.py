@@ -6,14 +6,16 @@ from typing import Any
 
 import anyio
 
+from ..frames import FrameLog
 from ..waiting import first_of
 from .connection import HostConnection, RequestContext, Send
 
 
 class TaskStreams:
-    def __init__(self) -> None:
+    def __init__(self, frames: FrameLog) -> None:
         self.streams: dict[str, list[Send]] = {}  # task id -> open tasks/result streams
         self._stream_opened: dict[str, anyio.Event] = {}  # task id -> set when one opens
+        self.frames = frames  # what was sent goes into the task's frames
 
     def sender(self, task_ctx: RequestContext) -> Send:
         """Best effort (progress): an open tasks/result stream of the task, else the GET stream."""
@@ -23,6 +25,8 @@ class TaskStreams:
             target = streams[-1] if streams else task_ctx.conn.send
             if target is not None:
                 await target(msg)
+                if task_ctx.task_id is not None:
+                    self.frames.record(task_ctx.task_id, "host", "out", msg)
 
         return send
 

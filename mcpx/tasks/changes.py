@@ -9,7 +9,6 @@ from __future__ import annotations
 from typing import Any
 
 from ..events import Event
-from ..protocol.task_wire import iso
 from .model import FAILED, INPUT_REQUIRED, Task
 
 
@@ -24,7 +23,7 @@ def created(task: Task, by: str | None) -> Event:
             "owner": owner_kind(task.owner),
             "status": task.status,
             "statusMessage": task.status_message,
-            "createdAt": iso(task.created_ms),
+            "createdMs": task.created_ms,
             "ttlMs": task.ttl_ms,
             "pollIntervalMs": task.poll_ms,
         },

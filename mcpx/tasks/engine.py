@@ -431,15 +431,29 @@ class TaskEngine:
                 await self._closing.wait()
             delay = min(delay * 2, FINISH_RETRY_MAX_S)
 
-    async def set_status_message(self, task_id: str, message: str | None) -> None:
-        """A running task's status message changed (an upstream task's own, or mcpx's)."""
+    async def set_status_message(self, task_id: str, message: str | None) -> str | None:
+        """A running task's status message changed (an upstream task's own, or mcpx's); returns
+        the message it had before."""
+        return await self._status_message(task_id, message, lambda _: True)
+
+    async def restore_status_message(self, task_id: str, told: str, before: str | None) -> None:
+        """Put back what a running task said `before` mcpx told its host `told`, unless its
+        message changed meanwhile (that one stands)."""
+        await self._status_message(task_id, before, lambda current: current == told)
+
+    async def _status_message(
+        self, task_id: str, message: str | None, when: Callable[[str | None], bool]
+    ) -> str | None:
+        before: list[str | None] = []
 
         def update(current: Task) -> Task | None:
-            if current.terminal or current.status_message == message:
+            before.append(current.status_message)
+            if current.terminal or current.status_message == message or not when(current.status_message):
                 return None
             return replace(current, status_message=message, updated_ms=now_ms())
 
         await self.change(task_id, update)
+        return before[-1] if before else None
 
     # ---- reading -------------------------------------------------------------------------
     async def get(self, task_id: str) -> Task | None:
@@ -515,9 +529,9 @@ class TaskEngine:
                     event = self._changed.pop(task.id, None)
                     if event is not None:
                         event.set()
-                sweeps += 1
-                if sweeps % TRIM_EVERY == 0:
+                if sweeps % TRIM_EVERY == 0:  # the first sweep too: a lowered cap holds from the start
                     await self.store.trim_events(self.events_cap)
+                sweeps += 1
             except Exception as exc:  # noqa: BLE001 - the sweep must outlive any one failure and retry
                 if self._closing.is_set():
                     return  # the store closed under the sweep: a shutdown, not a failure

@@ -21,7 +21,6 @@ import time
 from collections import Counter, deque
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any
 
 import anyio
@@ -279,7 +278,7 @@ class LoadBackend:
         data = {
             "upstream": self.rng.choice(UPSTREAMS), "tool": self.rng.choice(TOOLS), "arguments": {"n": self._task_n},
             "era": host.era, "owner": "modern" if host.era == "modern" else "conn", "status": "working",
-            "statusMessage": None, "createdAt": _iso(now), "ttlMs": 3_600_000, "pollIntervalMs": 1000,
+            "statusMessage": None, "createdMs": now, "ttlMs": 3_600_000, "pollIntervalMs": 1000,
         }  # fmt: skip
         self._task_n += 1
         self.truth[tid] = Truth("working", None, host.id, host.era)
@@ -380,8 +379,3 @@ class LoadBackend:
 
     async def aclose(self) -> None:
         return None
-
-
-def _iso(ms: int) -> str:
-    """A task's createdAt, as the daemon writes it (2026-01-02T03:04:05.678Z)."""
-    return datetime.fromtimestamp(ms / 1000, tz=UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")

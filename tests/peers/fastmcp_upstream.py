@@ -8,8 +8,10 @@ Run it with the ``fastmcp-tasks`` peer venv's python (``peer_python("fastmcp-tas
     [--concurrency N]: tasks its worker runs at once (fastmcp-tasks' default: 10)
 
 Tools:
-  slow(seconds=1.0, steps=1, text="done")  ``task=True`` (optional): as a task only when the
-                       request declares the extension; returns ``"<text> after <seconds> s"``.
+  slow(seconds=1.0, steps=1, text="done", status="")  ``task=True`` (optional): as a task only
+                       when the request declares the extension; returns ``"<text> after <seconds> s"``.
+                       A ``status`` is set at once as the task's progress message, which the
+                       extension's ``tasks/get`` shows as its ``statusMessage``.
   echo(text)           ``task=False``: the text.
 
 ``--events FILE`` appends JSON lines: ``{"event": "request", "method": "tasks/get"|"tasks/cancel"|
@@ -27,10 +29,12 @@ from typing import Any
 
 import anyio
 from fastmcp import FastMCP
+from fastmcp.dependencies import Progress
 from fastmcp_tasks import TasksExtension
 from peer_common import Events, serve_uvicorn
 
 _event = Events()  # --events FILE
+PROGRESS = Progress()  # FastMCP's dependency marker (a stateless factory): the task's progress
 
 
 class LoggedTasks(TasksExtension):
@@ -55,9 +59,13 @@ def build_server(concurrency: int | None = None) -> FastMCP:
     mcp.add_extension(LoggedTasks(url="memory://", concurrency=concurrency))
 
     @mcp.tool(task=True)
-    async def slow(seconds: float = 1.0, steps: int = 1, text: str = "done") -> str:
+    async def slow(
+        seconds: float = 1.0, steps: int = 1, text: str = "done", status: str = "", progress: Progress = PROGRESS
+    ) -> str:
         """Sleep, then say so."""
         _event("slow_start", seconds=seconds)
+        if status:
+            await progress.set_message(status)
         try:
             for _ in range(max(1, steps)):
                 await anyio.sleep(seconds / max(1, steps))

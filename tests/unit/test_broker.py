@@ -281,10 +281,10 @@ async def test_a_question_nobody_can_answer_is_closed_at_once_as_method_not_foun
 
 
 async def test_an_operator_who_attaches_within_the_grace_can_answer(tmp_path: Path) -> None:
-    told: list[str] = []
+    told: list[str | None] = []
     waiting = anyio.Event()
 
-    async def on_waiting(message: str) -> None:
+    async def on_waiting(message: str | None) -> None:
         told.append(message)
         waiting.set()
 
@@ -299,13 +299,14 @@ async def test_an_operator_who_attaches_within_the_grace_can_answer(tmp_path: Pa
         await broker.answer_as_operator(q.id, "accept", content={"name": "Ann"}, by="operator:ann")
         await out.wait()
     assert out.answer == ACCEPT
-    assert told == ["waiting for an operator to answer up's elicitation question"]
+    # Told it waits, then (answered) that it waits no more.
+    assert told == ["waiting for an operator to answer up's elicitation question", None]
 
 
 async def test_waiting_always_for_an_operator_keeps_the_question_open_without_one(tmp_path: Path) -> None:
     waiting = anyio.Event()
 
-    async def on_waiting(message: str) -> None:
+    async def on_waiting(message: str | None) -> None:
         waiting.set()
 
     always = brokered(tmp_path / "mcpx.db", operator=None, operator_grace_s=0.0, wait_for_operator="always")

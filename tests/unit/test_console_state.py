@@ -90,6 +90,7 @@ def test_an_event_at_or_below_the_last_sequence_is_applied_once_only() -> None:
         6, "task.created", {"status": "working", "tool": "slow", "upstream": "fx"}, taskId="t1", connectionId="c1"
     )
     assert s.apply(created).tasks == {"t1"}
+    assert s.tasks["t1"].created_ms == 1006  # no createdMs (an event from before it had one): the event's time
     assert s.apply(created).empty  # a resumed feed repeating itself changes nothing
     assert s.apply(event(5, "task.created", {}, taskId="old")).empty
     assert (s.applied, s.ignored) == (1, 2) and list(s.tasks) == ["t1"]
@@ -98,11 +99,9 @@ def test_an_event_at_or_below_the_last_sequence_is_applied_once_only() -> None:
 def test_task_events_move_a_row_and_its_hosts_counts() -> None:
     s = ConsoleState()
     s.apply(snapshot(connections=[conn("c1")]))
-    s.apply(
-        event(
-            6, "task.created", {"status": "working", "tool": "slow", "upstream": "fx"}, taskId="t1", connectionId="c1"
-        )
-    )
+    data = {"status": "working", "tool": "slow", "upstream": "fx", "createdMs": 1001}
+    s.apply(event(6, "task.created", data, taskId="t1", connectionId="c1"))
+    assert s.tasks["t1"].created_ms == 1001  # the row's own time, as /v1 and a snapshot show it
     ch = s.apply(
         event(
             7,

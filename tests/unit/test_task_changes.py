@@ -57,7 +57,7 @@ def test_a_new_row_is_one_created_event_with_what_the_feed_shows() -> None:
         "owner": "conn",
         "status": WORKING,
         "statusMessage": "starting",
-        "createdAt": "2023-11-14T22:13:20.000Z",
+        "createdMs": 1_700_000_000_000,
         "ttlMs": 60_000,
         "pollIntervalMs": 1000,
     }

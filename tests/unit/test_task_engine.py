@@ -408,6 +408,22 @@ async def test_a_new_status_message_is_one_status_event_and_repeating_it_is_none
     assert messages == ["step 1 of 3", "step 2 of 3"]
 
 
+async def test_a_told_message_is_taken_back_to_the_one_before_unless_it_changed_meanwhile(tmp_path: Path) -> None:
+    async with running(tmp_path / "mcpx.db") as engine:
+        task = await create(engine, blocked_forever())
+        await engine.set_status_message(task.id, "upstream: step 1")
+        before = await engine.set_status_message(task.id, "waiting for an operator")
+        await engine.restore_status_message(task.id, "waiting for an operator", before)
+        restored = await engine.get(task.id)
+        await engine.set_status_message(task.id, "waiting for an operator")
+        await engine.set_status_message(task.id, "upstream: step 2")  # the upstream spoke meanwhile
+        await engine.restore_status_message(task.id, "waiting for an operator", before)
+        kept = await engine.get(task.id)
+    assert before == "upstream: step 1"
+    assert restored is not None and restored.status_message == "upstream: step 1"
+    assert kept is not None and kept.status_message == "upstream: step 2"
+
+
 # ---- calls that become tasks later (2026: the server decides) ---------------------------------
 
 
