@@ -44,7 +44,7 @@ class McpxServerOptions(_Strict):
     )
     callTimeout: float | None = Field(None, gt=0, description="Seconds before a call is abandoned (default: none).")
     maxInFlight: int = Field(
-        256,
+        1024,
         gt=0,
         description="Host requests this server may have in flight through mcpx at once (tool calls, reads,"
         " prompts; a call the server runs as a task of its own counts until that task ends); one more is"
