@@ -104,6 +104,22 @@ def stdio_server(tmp: Path, *args: str, name: str = "fixture", **mcpx: Any) -> d
     return entry
 
 
+CONFORMANCE_SERVER = ROOT / "tests" / "conformance" / "server.py"
+
+
+def conformance_server(*args: str, also_tasks: tuple[str, ...] = ()) -> dict[str, Any]:
+    """A config entry running the conformance fixture over stdio with its tools under their own
+    names, its two question-asking tools (and `also_tasks`) allowed to run as tasks, so both eras
+    can ask mid-task."""
+    names = ("test_elicitation", "confirm_delete", *also_tasks)
+    tools = {name: {"taskSupport": "optional"} for name in names}
+    return {
+        "command": sys.executable,
+        "args": [str(CONFORMANCE_SERVER), "stdio", *args],
+        "mcpx": {"passthrough": True, "tools": tools},
+    }
+
+
 class Daemon:
     """`mcpx daemon` as a real process on 127.0.0.1 with its own state folder."""
 

@@ -6,14 +6,12 @@ route and through a task's `/v1` input, and a host's own answer (its `tasks/upda
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
-from harness import ROOT, Api, Daemon, RawHost, operator_attached, stdio_server, wait_until
+from harness import Api, Daemon, RawHost, conformance_server, operator_attached, stdio_server, wait_until
 from test_cli import ok
 
-SERVER = ROOT / "tests" / "conformance" / "server.py"
 EXT = {"extensions": {"io.modelcontextprotocol/tasks": {}}}
 ASKER = {"io.modelcontextprotocol/clientCapabilities": {"elicitation": {}, **EXT}}
 PLAIN = {"io.modelcontextprotocol/clientCapabilities": EXT}
@@ -23,17 +21,7 @@ def _config(tmp_path: Path) -> dict[str, Any]:
     return {
         "mcpServers": {
             "fx": stdio_server(tmp_path),
-            "up": {
-                "command": sys.executable,
-                "args": [str(SERVER), "stdio"],
-                "mcpx": {
-                    "passthrough": True,
-                    "tools": {
-                        "test_elicitation": {"taskSupport": "optional"},
-                        "confirm_delete": {"taskSupport": "optional"},
-                    },
-                },
-            },
+            "up": conformance_server(),
         },
         "tasks": {"taskAfterMs": 100},
     }

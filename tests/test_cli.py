@@ -13,12 +13,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-from harness import ROOT, UNIT, Api, Daemon, RawHost, operator_attached, stdio_server, wait_until
+from harness import ROOT, UNIT, Api, Daemon, RawHost, conformance_server, operator_attached, stdio_server, wait_until
 
 from mcpx import cli_format
 from mcpx.events import EVENT_KINDS
 
-SERVER = ROOT / "tests" / "conformance" / "server.py"
 ENV = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p))
 TASK_META = {
     "io.modelcontextprotocol/clientCapabilities": {
@@ -48,22 +47,7 @@ def ok(daemon: Daemon | Path, *args: str) -> str:
 
 def _conformance_config() -> dict[str, Any]:
     """tests/test_questions.py's dual-era upstream: confirm_delete may run as a task."""
-    return {
-        "mcpServers": {
-            "up": {
-                "command": sys.executable,
-                "args": [str(SERVER), "stdio"],
-                "mcpx": {
-                    "passthrough": True,
-                    "tools": {
-                        "confirm_delete": {"taskSupport": "optional"},
-                        "test_elicitation": {"taskSupport": "optional"},
-                    },
-                },
-            }
-        },
-        "tasks": {"taskAfterMs": 200},
-    }
+    return {"mcpServers": {"up": conformance_server()}, "tasks": {"taskAfterMs": 200}}
 
 
 def _slow_tasks(daemon: Daemon, n: int) -> list[str]:

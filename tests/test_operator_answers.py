@@ -7,15 +7,22 @@ from __future__ import annotations
 
 import contextlib
 import json
-import sys
 import threading
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from harness import ROOT, Api, FeedClient, RawHost, operator_attached, reply_of, sse_frames, wait_until
+from harness import (
+    Api,
+    FeedClient,
+    RawHost,
+    conformance_server,
+    operator_attached,
+    reply_of,
+    sse_frames,
+    wait_until,
+)
 
-SERVER = ROOT / "tests" / "conformance" / "server.py"
 CONTENT = {"username": "ada", "email": "ada@example.com"}
 TASKS_EXT = {"extensions": {"io.modelcontextprotocol/tasks": {}}}
 WAITING = "waiting for an operator to answer up's elicitation question"
@@ -23,24 +30,9 @@ WAITING = "waiting for an operator to answer up's elicitation question"
 
 @pytest.fixture(params=[True, False], ids=["upstream-2025", "upstream-2026"])
 def daemon(request: Any, start_daemon: Any) -> Any:
-    args = [str(SERVER), "stdio"] + (["--legacy-only"] if request.param else [])
-    config = {
-        "mcpServers": {
-            "up": {
-                "command": sys.executable,
-                "args": args,
-                "mcpx": {
-                    "passthrough": True,
-                    "tools": {
-                        "test_elicitation": {"taskSupport": "optional"},
-                        "confirm_delete": {"taskSupport": "optional"},
-                        "test_tool_with_task": {"taskSupport": "optional"},
-                    },
-                },
-            }
-        },
-        "tasks": {"taskAfterMs": 200},
-    }
+    args = ["--legacy-only"] if request.param else []
+    up = conformance_server(*args, also_tasks=("test_tool_with_task",))
+    config = {"mcpServers": {"up": up}, "tasks": {"taskAfterMs": 200}}
     d = start_daemon(config)
     d.legacy_upstream = request.param
     return d

@@ -8,26 +8,29 @@ and the notifications/tasks of the listen stream that follows it."""
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
-from harness import MODERN, ROOT, Api, Daemon, RawHost, SseStream, modern_meta, reply_of, stdio_server, wait_until
+from harness import (
+    MODERN,
+    Api,
+    Daemon,
+    RawHost,
+    SseStream,
+    conformance_server,
+    modern_meta,
+    reply_of,
+    stdio_server,
+    wait_until,
+)
 
-SERVER = ROOT / "tests" / "conformance" / "server.py"
 RELATED = "io.modelcontextprotocol/related-task"
 ANSWER = {"action": "accept", "content": {"username": "ada", "email": "ada@example.com"}}
 TASKS_EXT = {"extensions": {"io.modelcontextprotocol/tasks": {}}}
 
 
 def _daemon(start_daemon: Any, *extra: str) -> Daemon:
-    tools = {"test_elicitation": {"taskSupport": "optional"}, "confirm_delete": {"taskSupport": "optional"}}
-    entry = {
-        "command": sys.executable,
-        "args": [str(SERVER), "stdio", *extra],
-        "mcpx": {"passthrough": True, "tools": tools},
-    }
-    return start_daemon({"mcpServers": {"up": entry}, "tasks": {"taskAfterMs": 200}})
+    return start_daemon({"mcpServers": {"up": conformance_server(*extra)}, "tasks": {"taskAfterMs": 200}})
 
 
 def _frames(d: Daemon, tid: str) -> list[dict[str, Any]]:

@@ -5,14 +5,13 @@ shows as closed with its tasks kept, and a daemon killed and restarted under it 
 from __future__ import annotations
 
 import signal
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
-from harness import ROOT, Daemon, RawHost, read_jsonl, reply_of, stdio_server
+from harness import Daemon, RawHost, conformance_server, read_jsonl, reply_of, stdio_server
 from textual.pilot import Pilot
 from textual.widgets import Switch
 
@@ -20,7 +19,6 @@ from console.app import ConsoleApp
 from console.client import DaemonClient, locate_in
 
 pytestmark = pytest.mark.anyio
-SERVER = ROOT / "tests" / "conformance" / "server.py"
 SIZE = (180, 48)
 
 
@@ -36,17 +34,7 @@ async def until(pilot: Pilot[None], cond: Callable[[], Any], what: str, timeout:
 
 
 def conformance_daemon(start_daemon: Any) -> Daemon:
-    tools = {"confirm_delete": {"taskSupport": "optional"}, "test_elicitation": {"taskSupport": "optional"}}
-    config = {
-        "mcpServers": {
-            "up": {
-                "command": sys.executable,
-                "args": [str(SERVER), "stdio"],
-                "mcpx": {"passthrough": True, "tools": tools},
-            }
-        },
-        "tasks": {"taskAfterMs": 200},
-    }
+    config = {"mcpServers": {"up": conformance_server()}, "tasks": {"taskAfterMs": 200}}
     d: Daemon = start_daemon(config)
     return d
 
