@@ -285,8 +285,10 @@ class SqliteStore:
     async def _all(
         self, sql: str, args: Sequence[Any] = (), db: aiosqlite.Connection | None = None
     ) -> list[sqlite3.Row]:
-        async with (db or self._r()).execute(sql, tuple(args)) as cur:
-            return list(await cur.fetchall())
+        # One call on the connection's thread, statement run to its end: as separate execute and
+        # fetch calls, reads interleaved there and one read's open statement kept an older snapshot
+        # for the next, so a row committed a moment ago could read as missing.
+        return list(await (db or self._r()).execute_fetchall(sql, tuple(args)))
 
     async def get_task(self, task_id: str) -> Task | None:
         rows = await self._all("SELECT body FROM tasks WHERE id = ?", (task_id,))

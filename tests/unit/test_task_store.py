@@ -360,3 +360,35 @@ async def test_questions_asked_in_the_same_millisecond_list_the_latest_written_f
         for qid in ("a", "b", "c"):
             await w.store.put_question(question(qid, NOW))
         assert [q.id for q in await w.store.questions()] == ["c", "b", "a"]
+
+
+async def test_a_read_after_a_commit_sees_it_while_other_reads_are_in_flight(tmp_path: Path) -> None:
+    """Reads share one connection; each must be one statement run to its end at once. Run as two
+    steps (execute, then fetch) an interleaved read kept an older read open, and a task read right
+    after its commit (a host polling its new handle) came back unknown now and then under load."""
+    async with opened(tmp_path / "t.db") as running:
+        store = running.store
+        for _ in range(3):
+            await store.put_task(task_record(owner="noise"))
+        missed: list[str] = []
+        stop = anyio.Event()
+
+        async def noise() -> None:
+            while not stop.is_set():
+                await store.list_owner("noise", None, 10)
+
+        async def put_then_read(i: int) -> None:
+            task = task_record(owner=f"o{i}")
+            await store.put_task(task)
+            if await store.get_task(task.id) is None:
+                missed.append(task.id)
+
+        async with anyio.create_task_group() as tg:
+            for _ in range(4):
+                tg.start_soon(noise)
+            for _ in range(20):
+                async with anyio.create_task_group() as batch:
+                    for i in range(20):
+                        batch.start_soon(put_then_read, i)
+            stop.set()
+        assert missed == [], f"{len(missed)} of 400 tasks unknown right after their commit"
