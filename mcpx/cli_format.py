@@ -303,4 +303,8 @@ def status_text(status: Json, folder: str) -> str:
     lines.append(f"host connections: {count}")
     lines.append(f"operators attached: {', '.join(status.get('operators') or []) or 'none'}")
     lines.append(f"last event: #{status.get('lastSeq', 0)}")
+    frames = status.get("frames")
+    if isinstance(frames, dict):
+        kept, budget = frames["bytes"] / 2**20, frames["budgetBytes"] / 2**20
+        lines.append(f"frames kept in memory: {frames['tasks']} tasks, {kept:.1f} of {budget:.0f} MB")
     return "\n".join(lines)

@@ -202,6 +202,20 @@ class EventsConfig(_Strict):
     )
 
 
+class FramesConfig(_Strict):
+    """The in-memory log of each task's raw JSON-RPC frames (`/v1/tasks/{id}/frames`): a bounded
+    cache, filled as tasks run (every poll adds two frames), never stored."""
+
+    maxTasks: int = Field(2000, gt=0, description="Tasks whose frames are kept; the least recently active go first.")
+    perTask: int = Field(200, gt=0, description="Frames kept per task: its newest.")
+    maxFrameBytes: int = Field(32 * 1024, gt=0, description="A longer frame is kept cut to this many characters.")
+    budgetBytes: int = Field(
+        16 * 1024 * 1024,
+        gt=0,
+        description="All kept frames together, in characters; past it the least recently active tasks' frames go.",
+    )
+
+
 class AuthToken(_Strict):
     principal: str = Field(description="Name of the host principal this token identifies.")
     token: str | None = Field(
@@ -247,6 +261,7 @@ class Config(BaseModel):
     questions: QuestionsConfig = Field(default_factory=QuestionsConfig, description="Questions upstreams ask.")
     connections: ConnectionsConfig = Field(default_factory=ConnectionsConfig, description="The connection registry.")
     events: EventsConfig = Field(default_factory=EventsConfig, description="The event log.")
+    frames: FramesConfig = Field(default_factory=FramesConfig, description="The raw frames kept per task, in memory.")
     keepers: KeepersConfig = Field(
         default_factory=KeepersConfig, description="Keeper processes that keep stdio upstreams across restarts."
     )

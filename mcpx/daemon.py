@@ -29,6 +29,7 @@ from .broker import Broker
 from .config import CONFIG_SEARCH, Config
 from .connections import ConnectionRegistry
 from .events import EventBus
+from .frames import FrameLog
 from .host.dispatch import Dispatcher
 from .host.http import McpEndpoint
 from .host.router import HostRouter
@@ -66,7 +67,9 @@ class Daemon:
         self.hub = Hub()
         self.bus = EventBus()
         store = SqliteStore(state_dir / "mcpx.db", on_commit=self.bus.publish)
-        self.engine = TaskEngine(store, events_cap=config.events.maxRows)
+        f = config.frames
+        frame_log = FrameLog(f.maxTasks, f.perTask, f.maxFrameBytes, f.budgetBytes)
+        self.engine = TaskEngine(store, events_cap=config.events.maxRows, frames=frame_log)
         self.engine.active = ActiveTasks(config.tasks.maxActivePerOwner, config.tasks.maxActive)
         self.engine.pacer.floor_ms = config.tasks.pollFloorMs
         self.registry = ConnectionRegistry(store, config.connections.idleCloseS)
@@ -158,6 +161,7 @@ class Daemon:
                 for s in self.bus.subscribers
             ],
             "lastSeq": await self.engine.store.last_seq(),
+            "frames": self.engine.frames.usage(),
         }
 
     def _say_what_the_config_did(self) -> None:

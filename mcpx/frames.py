@@ -91,6 +91,10 @@ class FrameLog:
             _, dropped = self._by_task.popitem(last=False)  # the least recently active task's frames go
             self.size -= sum(len(f.text) for f in dropped)
 
+    def usage(self) -> dict[str, int]:
+        """How full the log is (for /v1/status)."""
+        return {"tasks": len(self._by_task), "bytes": self.size, "budgetBytes": self.budget}
+
     def frames(self, task_id: str) -> list[Frame]:
         """In time order (a host's request is stamped when it arrived, recorded after its reply)."""
         return sorted(self._by_task.get(task_id, ()), key=lambda f: f.ts_ms)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from mcpx.config import ConfigError, find_config, load_config, parse_config
+from mcpx.config import Config, ConfigError, find_config, load_config, parse_config
 from mcpx.config_reference import render
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -100,6 +100,25 @@ def test_daemon_refuses_a_bad_config_with_one_clear_message(tmp_path: Path) -> N
 
 def test_readme_config_reference_is_current() -> None:
     assert render() in (ROOT / "README.md").read_text()
+
+
+def test_the_config_reference_has_a_section_for_every_config_model() -> None:
+    """A new section of the config (a model field of a model) is described, not only named."""
+    from pydantic import BaseModel
+
+    from mcpx.config_reference import SECTIONS
+
+    listed = {model for _, model in SECTIONS}
+    todo, seen = [Config], set()
+    while todo:
+        model = todo.pop()
+        seen.add(model)
+        for field in model.model_fields.values():
+            for kind in (field.annotation, *getattr(field.annotation, "__args__", ())):
+                for inner in (kind, *getattr(kind, "__args__", ())):
+                    if isinstance(inner, type) and issubclass(inner, BaseModel) and inner not in seen:
+                        todo.append(inner)
+    assert seen <= listed, sorted(m.__name__ for m in seen - listed)
 
 
 def test_api_doc_lists_the_event_schemas_the_code_has() -> None:

@@ -165,3 +165,27 @@ def test_a_2026_tasks_frames_show_its_update_and_its_listen_notifications(start_
     assert "tasks/update" in _methods(host_in) and "tools/call" in _methods(host_in)
     assert [f for f in host_out if f.get("method") == "notifications/tasks"] == notes() and notes()
     assert _methods(_of(frames, "upstream", "out"))[0] == "tools/call" and _of(frames, "upstream", "in")
+
+
+def test_the_frame_log_keeps_within_its_configured_budget_and_status_says_how_full(
+    start_daemon: Any, raw_host: Any, tmp_path: Path
+) -> None:
+    """The frame log is a bounded in-memory cache (`frames` in the config): past `budgetBytes` the
+    least recently active tasks' frames go, the newest task's stay, and /v1/status reports it."""
+    budget = 6000
+    d = start_daemon({"mcpServers": {"fx": stdio_server(tmp_path)}, "frames": {"budgetBytes": budget}})
+    host = raw_host(d.url)
+    host.initialize()
+    ids = []
+    for i in range(30):
+        call = {"name": "fx__echo", "arguments": {"text": f"frame {i} " + "x" * 100}, "task": {}}
+        tid = reply_of(host.legacy("tools/call", call))["result"]["task"]["taskId"]
+        assert "result" in reply_of(host.legacy("tasks/result", {"taskId": tid}))
+        ids.append(tid)
+    with Api(d) as api:
+        usage = api.get("/v1/status").json()["frames"]
+        first = api.get(f"/v1/tasks/{ids[0]}/frames").json()["frames"]
+    assert usage["budgetBytes"] == budget
+    assert 0 < usage["bytes"] <= budget and 1 < usage["tasks"] < 30, usage
+    assert first == []  # the least recently active went first
+    assert _methods(_of(_frames(d, ids[-1]), "host", "in")) == ["tools/call", "tasks/result"]

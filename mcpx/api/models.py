@@ -50,6 +50,12 @@ class Subscriber(BaseModel):
     overflowed: bool = Field(description="It fell behind and is being caught up from the store.")
 
 
+class FrameUsage(BaseModel):
+    tasks: int = Field(description="Tasks whose frames are kept.")
+    bytes: int = Field(description="Characters of frames kept.")
+    budgetBytes: int = Field(description="The most it keeps (`frames.budgetBytes`).")
+
+
 class Status(BaseModel):
     pid: int
     version: str
@@ -63,6 +69,7 @@ class Status(BaseModel):
     operators: list[str] = Field(description="Operators attached to the event feed (who answers questions).")
     subscribers: list[Subscriber] = Field(description="Feed subscribers: how far behind each is.")
     lastSeq: int = Field(description="The newest event's sequence number.")
+    frames: FrameUsage = Field(description="The in-memory frame log (`frames` in the config): how full it is.")
 
 
 class Connection(BaseModel):
