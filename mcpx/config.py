@@ -162,7 +162,10 @@ class QuestionsConfig(_Strict):
 
 class ConnectionsConfig(_Strict):
     idleCloseS: float = Field(
-        600.0, gt=0, description="A stateless 2026 host with no request for this long is shown as closed."
+        600.0,
+        gt=0,
+        description="A stateless 2026 host with no request for this long is shown as closed; so is a 2025 session"
+        " with no request, no open stream and no call in flight (it stays stored: its next request opens it again).",
     )
     maxRequestsPerSecond: float = Field(
         1000,

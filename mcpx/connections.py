@@ -82,7 +82,10 @@ class ConnectionRegistry:
         self.live: dict[str, ConnectionRecord] = {}
         self.by_key: dict[str, str] = {}  # stateless identity key -> record id
         self._seen: dict[str, int] = {}  # last-seen times not yet stored
-        self.on_idle_close: list[Callable[[ConnectionRecord], None]] = []  # told when a stateless host is closed
+        self.on_idle_close: list[Callable[[ConnectionRecord], None]] = []  # told when a quiet host is closed
+        # Asked before a quiet legacy session is closed: True while it is still in use (an open
+        # stream, a request of mcpx's waiting for its answer), so it stays open however quiet.
+        self.in_use: Callable[[ConnectionRecord], bool] = lambda record: False
 
     async def restore(self) -> None:
         """Records the previous daemon left open: shims died with it (their socket is gone);
@@ -162,7 +165,11 @@ class ConnectionRegistry:
     async def _close_idle(self) -> None:
         cutoff = now_ms() - int(self.idle_close_s * 1000)
         for record in list(self.live.values()):
-            if record.kind == "stateless" and record.last_seen_ms < cutoff and record.id not in self._seen:
+            quiet = record.last_seen_ms < cutoff and record.id not in self._seen
+            # A quiet session stays stored (its host may come back with its id, as after a
+            # restart); closing it frees what the daemon held for it in memory.
+            idle = record.kind == "stateless" or (record.kind == "session" and not self.in_use(record))
+            if quiet and idle:
                 await self.close(record.id, f"idle for {self.idle_close_s:g} s")
                 for listener in self.on_idle_close:
                     listener(record)

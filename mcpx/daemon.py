@@ -106,7 +106,8 @@ class Daemon:
             store=store,
             require_task_name=config.tasks.requireMcpName,
         )
-        self.registry.on_idle_close.append(self.endpoint.forget_stateless)
+        self.registry.on_idle_close.append(self.endpoint.forget_idle)
+        self.registry.in_use = self.endpoint.session_in_use
         self.operations = Operations(engine=self.engine, broker=self.broker, registry=self.registry, bus=self.bus)
         self.phase: DaemonPhase = "starting"
         self.url: str | None = None

@@ -7,10 +7,11 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
-from harness import ROOT, Api, RawHost, stdio_server, wait_until
+from harness import ROOT, Api, RawHost, SseStream, stdio_server, wait_until
 
 
 def _connections(api: Api) -> dict[str, dict[str, Any]]:
@@ -48,6 +49,33 @@ def test_a_stateless_host_closes_when_idle_and_comes_back_as_a_new_record(start_
         assert host.modern("tools/list").status_code == 200
         fresh = [c for c in _connections(api).values() if c["closedMs"] is None]
         assert len(fresh) == 1 and fresh[0]["id"] != first["id"]
+
+
+def test_a_quiet_session_closes_when_idle_unless_its_stream_is_open_and_comes_back_with_its_next_request(
+    start_daemon: Any, tmp_path: Path
+) -> None:
+    """An abandoned session (no DELETE) must not hold memory forever: past idleCloseS without a
+    request, an open GET stream or a call in flight it is closed and dropped from memory; it stays
+    stored, so its host's next request opens the same record again."""
+    d = start_daemon({"mcpServers": {"fx": stdio_server(tmp_path)}, "connections": {"idleCloseS": 0.5}})
+    with RawHost(d.url) as quiet, RawHost(d.url) as streaming, Api(d) as api:
+        quiet.initialize()
+        streaming.initialize()
+        stream = SseStream("GET", d.url, {"Accept": "text/event-stream", **streaming._legacy_headers()})
+        try:
+            ids = {c["id"] for c in _connections(api).values()}
+            wait_until(lambda: any(c["closedMs"] for c in _connections(api).values()), 10, "idle close")
+            time.sleep(1.0)  # two more idle periods: the streaming session must still be open
+            conns = _connections(api)
+            closed = [c for c in conns.values() if c["closedMs"]]
+            assert len(closed) == 1 and closed[0]["closeReason"] == "idle for 0.5 s", conns
+            assert set(conns) == ids and sum(1 for c in conns.values() if c["closedMs"] is None) == 1
+            reply = quiet.legacy("tools/call", {"name": "fx__echo", "arguments": {"text": "back"}}).json()
+            assert reply["result"]["content"][0]["text"] == "back"
+            again = _connections(api)[closed[0]["id"]]
+            assert again["closedMs"] is None and set(_connections(api)) == ids  # the same record, open again
+        finally:
+            stream.close()
 
 
 def test_after_a_restart_sessions_stay_open_and_shims_are_closed(start_daemon: Any, tmp_path: Path) -> None:

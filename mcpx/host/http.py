@@ -277,8 +277,23 @@ class McpEndpoint:
             await self.router.close(old, f"more than {MAX_MODERN_IDENTITIES} stateless hosts")
         return conn
 
-    def forget_stateless(self, record: ConnectionRecord) -> None:
-        """The registry closed an idle stateless host: its next request starts a new record."""
+    def _session_of(self, record: ConnectionRecord) -> HostConnection | None:
+        return next((c for c in self.sessions.values() if c.record_id == record.id), None)
+
+    def session_in_use(self, record: ConnectionRecord) -> bool:
+        """A quiet session with its GET stream open, or a question of mcpx's to answer, is in use."""
+        conn = self._session_of(record)
+        return conn is not None and (conn.send is not None or bool(conn.awaiting) or bool(conn.in_flight))
+
+    def forget_idle(self, record: ConnectionRecord) -> None:
+        """The registry closed a quiet host. A stateless host's next request starts a new record; a
+        session's is restored from the store (as after a restart) and its record opened again."""
+        if record.kind == "session":
+            conn = self._session_of(record)
+            if conn is not None:
+                del self.sessions[conn.id]
+                self.router.forget(conn)
+            return
         if record.key is not None:
             conn = self._modern.get(record.key)
             if conn is not None and conn.record_id == record.id:

@@ -156,21 +156,25 @@ async def test_flush_stores_last_seen_times_and_writes_nothing_when_nobody_was_s
     assert [e.event.kind for e in w.published.events] == ["connection.opened"] * 2  # bookkeeping, no events
 
 
-async def test_only_stateless_hosts_idle_past_the_limit_are_closed_and_listeners_told(tmp_path: Path) -> None:
+async def test_quiet_stateless_hosts_and_unused_sessions_are_closed_and_listeners_told(tmp_path: Path) -> None:
     old = now_ms() - 10 * MINUTE_MS
     told: list[str] = []
     async with registry_on(tmp_path / "mcpx.db", idle_close_s=60) as (registry, w):
         registry.on_idle_close.append(lambda record: told.append(record.id))
+        registry.in_use = lambda record: record.id == "c-session-streaming"
         await registry.open(rec("c-idle", "stateless", last_seen_ms=old, key="idle"))
         await registry.open(rec("c-fresh", "stateless", last_seen_ms=now_ms(), key="fresh"))
         await registry.open(rec("c-just-seen", "stateless", last_seen_ms=old, key="seen"))
-        await registry.open(rec("c-session", last_seen_ms=old))  # a session closes when deleted, never idle
+        await registry.open(rec("c-session", last_seen_ms=old))
+        await registry.open(rec("c-session-streaming", last_seen_ms=old))  # quiet, its stream open
+        await registry.open(rec("c-session-fresh", last_seen_ms=now_ms()))
+        await registry.open(rec("c-shim", "shim", last_seen_ms=old))  # a shim closes when its process ends
         registry.seen("c-just-seen")  # a request since the last flush
         await registry._close_idle()
         idle = await w.store.get_connection("c-idle")
-    assert sorted(registry.live) == ["c-fresh", "c-just-seen", "c-session"]
-    assert told == ["c-idle"] and registry.find_stateless("idle") is None
-    assert closed_events(w.published) == {"c-idle": "idle for 60 s"}
+    assert sorted(registry.live) == ["c-fresh", "c-just-seen", "c-session-fresh", "c-session-streaming", "c-shim"]
+    assert sorted(told) == ["c-idle", "c-session"] and registry.find_stateless("idle") is None
+    assert closed_events(w.published) == {"c-idle": "idle for 60 s", "c-session": "idle for 60 s"}
     assert idle is not None and idle.close_reason == "idle for 60 s"
 
 
@@ -179,6 +183,7 @@ async def test_the_upkeep_loop_flushes_and_closes_idle_stateless_hosts(
 ) -> None:
     monkeypatch.setattr(connections_module, "FLUSH_EVERY_S", 0.01)
     async with registry_on(tmp_path / "mcpx.db", idle_close_s=0.01) as (registry, w):
+        registry.in_use = lambda record: True  # the session's stream is open
         await registry.open(rec("c-session"))
         await registry.open(rec("c-idle", "stateless", key="idle"))
         registry.seen("c-session")
