@@ -2,15 +2,21 @@
 operator script answers; then: was every call answered, did every task end, and is the daemon's
 memory back where it was.
 
-    python bench/soak.py [--hosts 200] [--seconds 60] [--think 0.5]
+    python bench/soak.py [--hosts 200] [--seconds 60] [--rounds 2] [--think 0.5]
 
 Half the hosts are 2025-11-25 sessions, half stateless 2026-07-28 hosts. Each loops, with a random
 think time around `--think` s between steps, over: a quick `echo` (60 %), a slow tool as a task
 (25 %: a legacy `params.task` then `tasks/result`, or a 2026 call that becomes a task, polled), and a
 task whose upstream asks a question (15 %: the conformance fixture's `test_elicitation`; the hosts
 declare no elicitation, so an attached operator answers it through /v1). The daemon's RSS is read
-after a warm-up (the same mix for `--warmup` s), during the run, and after the hosts stop and the
-daemon has been idle for a few seconds.
+after a warm-up (the same mix for `--warmup` s), during the run, and after each of `--rounds` runs
+of `--seconds`, once the daemon has been idle for a few seconds.
+
+Memory: the daemon keeps bounded caches that fill with use (the raw frames of the last 2,000 tasks
+for `/v1/tasks/{id}/frames`, `frames.budgetBytes`, 16 MB by default, reported by /v1/status and
+printed here after each round; the last poll of 10,000 tasks for pacing), so RSS climbs until they
+are full. `--frame-budget-mb 1` fills the frame log within the warm-up: then growth from one round
+to the next is what a leak would show.
 """
 
 from __future__ import annotations
@@ -26,6 +32,8 @@ import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
+
+import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
@@ -142,10 +150,13 @@ def host_loop(url: str, era: str, stop: threading.Event, tally: Tally, think: fl
 def operator_loop(d: Daemon, stop: threading.Event, tally: Tally) -> None:
     with Api(d) as api:
         while not stop.is_set():
-            for q in api.open_questions():
-                content = answer_for(q["params"].get("requestedSchema") or {})
-                r = api.answer(q["id"], "accept", by="soak-operator", content=content)
-                tally.add("answered" if r.status_code == 200 else f"answer {r.status_code}")
+            try:
+                for q in api.open_questions():
+                    content = answer_for(q["params"].get("requestedSchema") or {})
+                    r = api.answer(q["id"], "accept", by="soak-operator", content=content)
+                    tally.add("answered" if r.status_code == 200 else f"answer {r.status_code}")
+            except httpx.HTTPError as exc:  # counted, and the operator goes on: hosts wait on its answers
+                tally.add(f"operator {type(exc).__name__}")
             time.sleep(0.05)
 
 
@@ -178,12 +189,16 @@ def main() -> int:
     ap.add_argument("--hosts", type=int, default=200)
     ap.add_argument("--seconds", type=float, default=60)
     ap.add_argument("--warmup", type=float, default=10)
+    ap.add_argument("--rounds", type=int, default=2, help="runs of --seconds each, RSS read after each")
+    ap.add_argument("--frame-budget-mb", type=float, help="the daemon's frames.budgetBytes (default: its own)")
     ap.add_argument("--think", type=float, default=0.5, help="mean seconds between a host's steps")
     opts = ap.parse_args()
     config = {
         "mcpServers": {"up": conformance_server()},
         "tasks": {"taskAfterMs": 200, "pollIntervalMs": 250},
     }
+    if opts.frame_budget_mb is not None:
+        config["frames"] = {"budgetBytes": int(opts.frame_budget_mb * 2**20)}
     with tempfile.TemporaryDirectory(prefix="mcpx-soak-") as folder:
         tmp = Path(folder)
         config["mcpServers"]["fx"] = stdio_server(tmp)
@@ -198,10 +213,15 @@ def main() -> int:
             baseline = rss_kb(d.proc.pid)
             tally = Tally()
             started = time.monotonic()
-            peak = run_phase(d, opts.hosts, opts.seconds, opts.think, tally, seed=1000)
-            elapsed = time.monotonic() - started
-            time.sleep(5)  # idle: what the run left behind
-            after = rss_kb(d.proc.pid)
+            peak, after_rounds, frames = 0, [], []
+            for r in range(opts.rounds):
+                peak = max(peak, run_phase(d, opts.hosts, opts.seconds, opts.think, tally, seed=1000 * (r + 1)))
+                time.sleep(5)  # idle: what the round left behind
+                after_rounds.append(rss_kb(d.proc.pid))
+                with Api(d) as api:
+                    frames.append(api.get("/v1/status").json()["frames"])
+            elapsed = time.monotonic() - started - 5 * opts.rounds
+            after = after_rounds[-1]
             with Api(d) as api:
                 working = api.get("/v1/tasks", params={"status": ["working", "input_required"], "limit": 500}).json()
                 open_questions = len(api.open_questions())
@@ -222,10 +242,15 @@ def main() -> int:
     for f in tally.failures[:5]:
         print("  failure:", f)
     print(f"  tasks still open after the run: {len(working['tasks'])}; open questions: {open_questions}")
+    rounds = ", ".join(f"{kb / 1024:.1f}" for kb in after_rounds)
+    growth = (after - after_rounds[0]) / 1024
+    kept = ", ".join(f"{f['bytes'] / 2**20:.1f}" for f in frames)
     print(
         f"  daemon RSS: start {start_rss / 1024:.1f} MB, after warm-up {baseline / 1024:.1f} MB,"
-        f" peak {peak / 1024:.1f} MB, after the run {after / 1024:.1f} MB ({(after - baseline) / 1024:+.1f} MB)"
+        f" peak {peak / 1024:.1f} MB, idle after each round {rounds} MB"
+        f" (last vs first round {growth:+.1f} MB; first round vs warm-up {(after_rounds[0] - baseline) / 1024:+.1f} MB)"
     )
+    print(f"  frame log after each round: {kept} MB of {frames[-1]['budgetBytes'] / 2**20:.0f} MB (a bounded cache)")
     result = {
         "bench": "soak",
         "hosts": opts.hosts,
@@ -237,7 +262,9 @@ def main() -> int:
         "open_after": len(working["tasks"]),
         "rss_baseline_mb": round(baseline / 1024, 1),
         "rss_peak_mb": round(peak / 1024, 1),
-        "rss_after_mb": round(after / 1024, 1),
+        "rss_after_rounds_mb": [round(kb / 1024, 1) for kb in after_rounds],
+        "rss_growth_between_rounds_mb": round(growth, 1),
+        "frames_mb_after_rounds": [round(f["bytes"] / 2**20, 1) for f in frames],
         "daemon_alive": alive,
     }
     print("RESULT " + json.dumps(result))

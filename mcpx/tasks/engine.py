@@ -28,6 +28,7 @@ from ..store import Store, StoreError
 from . import changes
 from .active import ActiveTasks
 from .inputs import TaskInputs
+from .keyed_lock import KeyedLock
 from .model import (
     CANCELLED,
     COMPLETED,
@@ -125,9 +126,10 @@ class TaskEngine:
         self._scopes: dict[str, anyio.CancelScope] = {}
         self._runs: set[Run] = set()
         self._changed: dict[str, anyio.Event] = {}
-        # Every status change re-reads the row and writes under this lock: a cancel and a
+        # Every change of a task re-reads its row and writes under the task's lock: a cancel and a
         # completion racing each other leave exactly one terminal status (compare-and-set).
-        self._transition = anyio.Lock()
+        # One lock per task, not one for all: changes of different tasks share a store batch.
+        self._transition = KeyedLock()
         self.inputs = TaskInputs(self)
         self.active = ActiveTasks()  # the daemon sets its limits from the config
         self.pacer = PollPacer(0, now_ms, self.wait_change)  # tasks/get pacing; the daemon sets its floor
@@ -185,7 +187,7 @@ class TaskEngine:
     ) -> Task | None:
         """Compare-and-set: `update` sees the committed row and returns the new one (or None to
         leave it). Returns the row written, or None when nothing was."""
-        async with self._transition:
+        async with self._transition.hold(task_id):
             current = await self.store.get_task(task_id)
             if current is None:
                 return None
