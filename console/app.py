@@ -12,7 +12,7 @@ from typing import Any, ClassVar
 
 import anyio
 from rich.text import Text
-from textual import work
+from textual import events, work
 from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
@@ -22,6 +22,7 @@ from . import forms
 from .answer_screen import AnswerScreen
 from .backend import Backend, BackendError
 from .commands import ConsoleCommands
+from .heap import HeapKeeper
 from .screens import ConfirmScreen, HelpScreen, QueueScreen
 from .state import STATUSES, Changes, ConsoleState, Question
 from .widgets.detail import DetailPane
@@ -29,6 +30,7 @@ from .widgets.hosts import HostsPane
 from .widgets.tasks import SORTS, TasksTable
 
 REFRESH_S = 0.1
+HOSTS_S = 1.0  # the hosts pane's counts are repainted at most this often (new or gone hosts at once)
 RECONNECT_MAX_S = 5.0
 
 
@@ -62,6 +64,10 @@ class ConsoleApp(App[None]):
         self.link = "connecting"  # connecting | connected | reconnecting | no daemon
         self.link_detail = ""
         self._pending = Changes()
+        self._hosts_pending: set[str] = set()  # hosts whose counts changed since the pane was painted
+        self._hosts_painted = 0.0
+        self._topbar: Text | None = None
+        self.heap = HeapKeeper()
         self._arrivals: deque[float] = deque()  # event receipt times, for the rate shown
         self._detail_for: str | None = None
         self.flushes = 0
@@ -73,7 +79,7 @@ class ConsoleApp(App[None]):
             yield HostsPane(self.state, id="hosts")
             with Vertical(id="right"):
                 yield Input(placeholder="filter: text in id, tool, upstream, host, message (enter)", id="filter")
-                yield TasksTable(self.state, id="tasks")
+                yield TasksTable(self.state, heap=self.heap, id="tasks")
                 yield DetailPane(id="detail")
         yield Footer()
 
@@ -90,6 +96,7 @@ class ConsoleApp(App[None]):
         return self.query_one("#detail", DetailPane)
 
     def on_mount(self) -> None:
+        self.heap.hold()
         self.query_one("#filter", Input).display = False
         self.table.focus()
         self.set_interval(self.refresh_s, self.flush)
@@ -98,7 +105,13 @@ class ConsoleApp(App[None]):
         self.follow_feed()
 
     async def on_unmount(self) -> None:
+        self.heap.release()
         await self.backend.aclose()
+
+    async def on_event(self, event: events.Event) -> None:
+        if isinstance(event, events.Key):
+            self.heap.key()  # the operator is at the keys: no settling of the heap just now
+        await super().on_event(event)
 
     # ---- the feed --------------------------------------------------------------------------
     @work(exclusive=True, group="feed")
@@ -134,17 +147,21 @@ class ConsoleApp(App[None]):
             return
         pending, self._pending = self._pending, Changes()
         self._paint_topbar()
+        self.heap.tick()
+        self._hosts_pending |= pending.hosts
+        if pending.reset:
+            self._paint_hosts(everything=True)
+        elif self._hosts_pending and (
+            time.monotonic() - self._hosts_painted >= HOSTS_S or not self.hosts_pane.lists(self._hosts_pending)
+        ):
+            self._paint_hosts()
         if pending.empty:
             return
         self.flushes += 1
         if pending.reset:
-            self.hosts_pane.refresh_hosts()
             self.table.rebuild()
-        else:
-            if pending.hosts:
-                self.hosts_pane.refresh_hosts(pending.hosts)
-            if pending.tasks or pending.removed_tasks:
-                self.table.apply(pending.tasks, pending.removed_tasks)
+        elif pending.tasks or pending.removed_tasks:
+            self.table.apply(pending.tasks, pending.removed_tasks)
         for screen in self.screen_stack:
             if isinstance(screen, QueueScreen) and (pending.questions or pending.reset):
                 screen.refresh_queue()
@@ -156,6 +173,13 @@ class ConsoleApp(App[None]):
                     self.bell()
         if self._detail_for is not None and (pending.reset or self._detail_for in pending.tasks):
             self.load_detail(self._detail_for)
+
+    def _paint_hosts(self, *, everything: bool = False) -> None:
+        """The hosts pane: its counts change with most events, but a count that is a second late
+        misleads no one, and repainting the pane ten times a second costs every keypress."""
+        self.hosts_pane.refresh_hosts(None if everything else self._hosts_pending)
+        self._hosts_pending = set()
+        self._hosts_painted = time.monotonic()
 
     def _tick(self) -> None:
         if self._open():
@@ -178,7 +202,9 @@ class ConsoleApp(App[None]):
         text.append(
             f"{waiting} waiting for you" if waiting else "nothing waiting", style="bold yellow" if waiting else "dim"
         )
-        self.query_one("#topbar", Static).update(text)
+        if text != self._topbar:  # (one line, always: no layout)
+            self._topbar = text
+            self.query_one("#topbar", Static).update(text, layout=False)
 
     # ---- selection and detail --------------------------------------------------------------
     def on_hosts_pane_picked(self, event: HostsPane.Picked) -> None:

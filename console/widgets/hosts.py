@@ -49,6 +49,10 @@ class HostsPane(OptionList):
         self.state = state
         self._order: list[str] = []
 
+    def lists(self, host_ids: set[str]) -> bool:
+        """Are these hosts in the pane already (a new one is worth painting at once)?"""
+        return host_ids <= set(self._order)
+
     def refresh_hosts(self, changed: set[str] | None = None) -> None:
         """Rebuild when the set of hosts changed; otherwise repaint only the changed prompts."""
         hosts = self.state.hosts_shown()
