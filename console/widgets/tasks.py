@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import gc
 from bisect import insort
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass
 from typing import Any, Self
 
@@ -88,8 +88,9 @@ class TasksTable(DataTable[Text | str]):
         self.stats = TableStats()
         self._shown: set[str] = set()
         self.heap = heap or HeapKeeper()  # settled after a big rebuild
-        # Each row's cells rendered by Rich, unstyled (see _render_cell): kept until the row changes.
-        self._cell_lines: dict[RowKey, dict[tuple[ColumnKey, int], SegmentLines]] = {}
+        # Per row, until it changes: its cells rendered by Rich, unstyled (see _render_cell), and
+        # its lines as drawn at a place (see _render_line_in_row).
+        self._cell_lines: dict[RowKey, dict[Hashable, Any]] = {}
 
     def on_mount(self) -> None:
         for key, label in COLUMNS:
@@ -138,11 +139,7 @@ class TasksTable(DataTable[Text | str]):
         column_key = self._column_locations.get_key(column_index)
         if row_key is None or column_key is None or self.rows[row_key].height != 1:
             return super()._render_cell(row_index, column_index, base_style, width, cursor, hover)
-        cells = self._cell_lines.get(row_key)
-        if cells is None:
-            if len(self._cell_lines) >= CELL_CACHE_ROWS:
-                self._cell_lines.clear()
-            cells = self._cell_lines[row_key] = {}
+        cells = self._row_cache(row_key)
         lines = cells.get((column_key, width))
         if lines is None:
             value = self._data[row_key].get(column_key)
@@ -163,6 +160,49 @@ class TasksTable(DataTable[Text | str]):
         )
         pre_style = base_style + Style.from_meta({"row": row_index, "column": column_index}) + component_style
         return [list(Segment.apply_style(line, pre_style, post_style)) for line in lines]
+
+    def _row_cache(self, row_key: RowKey) -> dict[Hashable, Any]:
+        cache = self._cell_lines.get(row_key)
+        if cache is None:
+            if len(self._cell_lines) >= CELL_CACHE_ROWS:
+                self._cell_lines.clear()
+            cache = self._cell_lines[row_key] = {}
+        return cache
+
+    def _render_line_in_row(
+        self,
+        row_key: RowKey,
+        line_no: int,
+        base_style: Style,
+        cursor_location: Coordinate,
+        hover_location: Coordinate,
+    ) -> tuple[SegmentLines, SegmentLines]:
+        """A row's line, kept until the row changes or moves. DataTable keys its lines by where
+        the cursor is (and its count of changes), so a keypress that moves the cursor draws every
+        row on screen again; here only the row the cursor left and the one it came to are."""
+        index = self._row_locations.get(row_key)
+        if index is None or self.cursor_type != "row":
+            return super()._render_line_in_row(row_key, line_no, base_style, cursor_location, hover_location)
+        key = (
+            line_no,
+            index,  # (the zebra stripe, and the row the mouse finds there)
+            base_style,
+            index == cursor_location.row,
+            index == hover_location.row,
+            self.show_cursor,
+            self._show_hover_cursor,
+            self._pseudo_class_state,
+            self.size.width,
+        )
+        lines: dict[Hashable, tuple[SegmentLines, SegmentLines]] = self._row_cache(row_key).setdefault("lines", {})
+        line = lines.get(key)
+        if line is None:
+            if len(lines) >= 4:  # the row moved on (its place, the cursor): what it was drawn as before goes
+                lines.clear()
+            line = lines[key] = super()._render_line_in_row(
+                row_key, line_no, base_style, cursor_location, hover_location
+            )
+        return line
 
     def update_cell(
         self, row_key: RowKey | str, column_key: ColumnKey | str, value: Text | str, *, update_width: bool = False
