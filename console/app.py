@@ -19,7 +19,7 @@ from textual.containers import Horizontal, Vertical
 from textual.widgets import Footer, Input, Static
 
 from . import forms
-from .answer_screen import AnswerScreen
+from .answer_screen import AnswerScreen, TaskAnswersScreen
 from .backend import Backend, BackendError
 from .commands import ConsoleCommands
 from .heap import HeapKeeper
@@ -44,6 +44,7 @@ class ConsoleApp(App[None]):
         Binding("s", "sort", "sort"),
         Binding("S", "reverse", "reverse", show=False),
         Binding("h", "hide_finished", "hide done"),
+        Binding("b", "toggle_bell", "bell"),
         Binding("c", "cancel", "cancel"),
         Binding("C", "cancel_shown", "cancel shown", show=False),
         Binding("r", "detail('raw')", "raw", show=False),
@@ -55,11 +56,14 @@ class ConsoleApp(App[None]):
         Binding("q", "quit", "quit"),
     ]
 
-    def __init__(self, backend: Backend, *, bell: bool = True, refresh_s: float = REFRESH_S) -> None:
+    def __init__(
+        self, backend: Backend, *, bell: bool = True, toasts: bool = True, refresh_s: float = REFRESH_S
+    ) -> None:
         super().__init__()
         self.backend = backend
         self.state = ConsoleState()
-        self.bell_on_question = bell
+        self.bell_on_question = bell  # the terminal bell when something new needs input (b toggles)
+        self.toasts = toasts  # a toast when something new needs input (errors and confirmations show anyway)
         self.refresh_s = refresh_s
         self.link = "connecting"  # connecting | connected | reconnecting | no daemon
         self.link_detail = ""
@@ -167,10 +171,10 @@ class ConsoleApp(App[None]):
                 screen.refresh_queue()
         if pending.new_questions:
             q = self.state.questions.get(pending.new_questions[-1])
-            if q is not None:
+            if q is not None and self.toasts:
                 self.notify(f"{q.upstream} asks: {q.message}", title="needs input", timeout=6)
-                if self.bell_on_question:
-                    self.bell()
+            if q is not None and self.bell_on_question:
+                self.bell()
         if self._detail_for is not None and (pending.reset or self._detail_for in pending.tasks):
             self.load_detail(self._detail_for)
 
@@ -202,6 +206,7 @@ class ConsoleApp(App[None]):
         text.append(
             f"{waiting} waiting for you" if waiting else "nothing waiting", style="bold yellow" if waiting else "dim"
         )
+        text.append(f"   bell {'on' if self.bell_on_question else 'off'}", style="dim")
         if text != self._topbar:  # (one line, always: no layout)
             self._topbar = text
             self.query_one("#topbar", Static).update(text, layout=False)
@@ -274,6 +279,33 @@ class ConsoleApp(App[None]):
         self.table.view.statuses = frozenset({status}) if status else frozenset()
         self.table.rebuild()
 
+    def action_toggle_bell(self) -> None:
+        self.bell_on_question = not self.bell_on_question
+        self._paint_topbar()
+        self.notify(f"terminal bell {'on' if self.bell_on_question else 'off'} for new questions", timeout=2)
+
+    def action_toggle_toasts(self) -> None:
+        self.toasts = not self.toasts
+        self.notify(f"toasts {'on' if self.toasts else 'off'} for new questions", timeout=2)
+
+    def action_cursor(self, where: str) -> None:
+        """The tasks table's cursor, from the palette: top, bottom, down, up."""
+        table = self.table
+        moves = {
+            "top": table.action_scroll_top,
+            "bottom": table.action_scroll_bottom,
+            "down": table.action_cursor_down,
+            "up": table.action_cursor_up,
+        }
+        table.focus()
+        moves[where]()
+
+    def action_focus_hosts(self) -> None:
+        self.hosts_pane.focus()
+
+    def action_focus_tasks(self) -> None:
+        self.table.focus()
+
     def action_help(self) -> None:
         self.push_screen(HelpScreen())
 
@@ -284,7 +316,9 @@ class ConsoleApp(App[None]):
     def action_answer_selected(self) -> None:
         task_id = self.table.selected()
         asked = [q for q in self.state.answer_queue() if q.task_id == task_id]
-        if asked:
+        if len(asked) > 1:  # several: together in one screen, or one by one there
+            self.push_screen(TaskAnswersScreen([q.wire for q in asked], self._submit))
+        elif asked:
             self.answer(asked[0], "enter")
 
     def answer(self, q: Question, key: str) -> None:

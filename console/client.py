@@ -33,6 +33,7 @@ class Endpoint:
 
 
 Locate = Callable[[], Endpoint | None]
+NO_DAEMON = "no daemon is running for this state folder (start one: mcpx daemon, or mcpx console --start)"
 
 
 def locate_in(folder: Path) -> Locate:
@@ -80,7 +81,7 @@ class DaemonClient:
     async def _client(self) -> httpx.AsyncClient:
         ep = self.locate()
         if ep is None:
-            raise DaemonGone("no daemon is running for this state folder")
+            raise DaemonGone(NO_DAEMON)
         if self._http is None or ep != self._endpoint:
             # Swap first, close after: two workers arriving here at once must not both replace the
             # client (the one replaced by the other would never be closed).
@@ -145,7 +146,7 @@ class DaemonClient:
         DaemonGone) when the connection does."""
         ep = self.locate()
         if ep is None:
-            raise DaemonGone("no daemon is running for this state folder")
+            raise DaemonGone(NO_DAEMON)
         hello: dict[str, Any] = {"type": "subscribe", "operator": self.operator, "snapshotTasks": snapshot_tasks}
         if since is not None:
             hello["since"] = since

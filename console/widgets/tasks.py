@@ -7,7 +7,7 @@ import gc
 from bisect import insort
 from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass
-from typing import Any, Self
+from typing import Any, ClassVar, Self
 
 from rich.markup import escape
 from rich.padding import Padding
@@ -16,6 +16,7 @@ from rich.style import Style
 from rich.text import Text
 from textual._two_way_dict import TwoWayDict
 from textual._types import SegmentLines
+from textual.binding import Binding, BindingType
 from textual.cache import LRUCache
 from textual.coordinate import Coordinate
 from textual.widgets import DataTable
@@ -66,6 +67,13 @@ class TableStats:
 
 
 class TasksTable(DataTable[Text | str]):
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("j", "cursor_down", "down", show=False),
+        Binding("k", "cursor_up", "up", show=False),
+        Binding("g", "scroll_top", "first", show=False),
+        Binding("G", "scroll_bottom", "last", show=False),
+    ]
+
     """DataTable draws the rows; the order of the rows is kept here.
 
     DataTable re-sorts by sorting every row with a Python key, renumbers every row after the one
