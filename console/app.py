@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import time
 from collections import deque
-from typing import Any, ClassVar
+from typing import ClassVar
 
 import anyio
 from rich.text import Text
@@ -28,6 +28,7 @@ from .state import STATUSES, Changes, ConsoleState, Question
 from .widgets.detail import DetailPane
 from .widgets.hosts import HostsPane
 from .widgets.tasks import SORTS, TasksTable
+from .wire import FeedMessage
 
 REFRESH_S = 0.1
 HOSTS_S = 1.0  # the hosts pane's counts are repainted at most this often (new or gone hosts at once)
@@ -135,7 +136,7 @@ class ConsoleApp(App[None]):
             await anyio.sleep(delay)
             delay = min(delay * 2, RECONNECT_MAX_S)
 
-    def receive(self, message: dict[str, Any]) -> None:
+    def receive(self, message: FeedMessage) -> None:
         """One feed message into the state; the screen catches up at the next flush."""
         if message.get("type") == "event":
             self._arrivals.append(time.monotonic())
@@ -236,7 +237,7 @@ class ConsoleApp(App[None]):
             frames = await self.backend.frames(task_id) if self._open() and self.detail.mode == "frames" else None
         except BackendError as exc:
             if self._open():
-                self.detail.show({"id": task_id, "status": "?", "createdMs": 0, "error": {"message": str(exc)}})
+                self.detail.show_error(task_id, str(exc))
             return
         if not self._open():
             return  # closed meanwhile: the pane is gone
