@@ -60,11 +60,6 @@ def test_help_names_the_bell_and_toast_switches(tmp_path: Path) -> None:
     assert "--no-bell" in run.stdout and "--no-toasts" in run.stdout and "--demo" in run.stdout
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 @pytest.mark.anyio
 async def test_the_console_without_a_daemon_shows_no_daemon_and_how_to_start_one(tmp_path: Path) -> None:
     app = ConsoleApp(DaemonClient(locate_in(tmp_path), "olga"), bell=False)

@@ -21,6 +21,9 @@ def host_prompt(state: ConsoleState, host: Host | None) -> Text:
     else:
         asking = state.host_needs_input(host.id)
         text = Text(host.label, style="bold" if host.open else "dim")
+    if asking:  # on the name's line: the counts' line can fill the pane's width
+        text.append("  ⚑ asks", style="bold yellow")
+    if host is not None:
         details = [host.revision or "2026-07-28", host.transport, host.kind]
         if host.principal:
             details.append(f"@{host.principal}")
@@ -31,8 +34,6 @@ def host_prompt(state: ConsoleState, host: Host | None) -> Text:
     for status, n in counts.items():
         if n:
             text.append(f"{n} {status.replace('input_required', 'input')} ", style=STATUS_STYLE.get(status, ""))
-    if asking:
-        text.append("⚑ asks", style="bold yellow")
     return text
 
 

@@ -27,11 +27,6 @@ NOTE = {"type": "object", "properties": {"note": {"type": "string", "title": "A 
 DEPLOY_TASK = TASKS[1]["id"]  # input_required, on c-agent
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 async def loaded(pilot: Pilot[None]) -> ConsoleApp:
     app = pilot.app
     assert isinstance(app, ConsoleApp)
