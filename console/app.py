@@ -8,27 +8,30 @@ from __future__ import annotations
 
 import time
 from collections import deque
-from typing import Any, ClassVar
+from typing import ClassVar
 
 import anyio
 from rich.text import Text
-from textual import work
+from textual import events, work
 from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.widgets import Footer, Input, Static
 
 from . import forms
-from .answer_screen import AnswerScreen
+from .answer_screen import AnswerScreen, TaskAnswersScreen
 from .backend import Backend, BackendError
 from .commands import ConsoleCommands
+from .heap import HeapKeeper
 from .screens import ConfirmScreen, HelpScreen, QueueScreen
 from .state import STATUSES, Changes, ConsoleState, Question
 from .widgets.detail import DetailPane
 from .widgets.hosts import HostsPane
 from .widgets.tasks import SORTS, TasksTable
+from .wire import FeedMessage
 
 REFRESH_S = 0.1
+HOSTS_S = 1.0  # the hosts pane's counts are repainted at most this often (new or gone hosts at once)
 RECONNECT_MAX_S = 5.0
 
 
@@ -42,6 +45,7 @@ class ConsoleApp(App[None]):
         Binding("s", "sort", "sort"),
         Binding("S", "reverse", "reverse", show=False),
         Binding("h", "hide_finished", "hide done"),
+        Binding("b", "toggle_bell", "bell"),
         Binding("c", "cancel", "cancel"),
         Binding("C", "cancel_shown", "cancel shown", show=False),
         Binding("r", "detail('raw')", "raw", show=False),
@@ -53,15 +57,22 @@ class ConsoleApp(App[None]):
         Binding("q", "quit", "quit"),
     ]
 
-    def __init__(self, backend: Backend, *, bell: bool = True, refresh_s: float = REFRESH_S) -> None:
+    def __init__(
+        self, backend: Backend, *, bell: bool = True, toasts: bool = True, refresh_s: float = REFRESH_S
+    ) -> None:
         super().__init__()
         self.backend = backend
         self.state = ConsoleState()
-        self.bell_on_question = bell
+        self.bell_on_question = bell  # the terminal bell when something new needs input (b toggles)
+        self.toasts = toasts  # a toast when something new needs input (errors and confirmations show anyway)
         self.refresh_s = refresh_s
         self.link = "connecting"  # connecting | connected | reconnecting | no daemon
         self.link_detail = ""
         self._pending = Changes()
+        self._hosts_pending: set[str] = set()  # hosts whose counts changed since the pane was painted
+        self._hosts_painted = 0.0
+        self._topbar: Text | None = None
+        self.heap = HeapKeeper()
         self._arrivals: deque[float] = deque()  # event receipt times, for the rate shown
         self._detail_for: str | None = None
         self.flushes = 0
@@ -73,7 +84,7 @@ class ConsoleApp(App[None]):
             yield HostsPane(self.state, id="hosts")
             with Vertical(id="right"):
                 yield Input(placeholder="filter: text in id, tool, upstream, host, message (enter)", id="filter")
-                yield TasksTable(self.state, id="tasks")
+                yield TasksTable(self.state, heap=self.heap, id="tasks")
                 yield DetailPane(id="detail")
         yield Footer()
 
@@ -90,6 +101,7 @@ class ConsoleApp(App[None]):
         return self.query_one("#detail", DetailPane)
 
     def on_mount(self) -> None:
+        self.heap.hold()
         self.query_one("#filter", Input).display = False
         self.table.focus()
         self.set_interval(self.refresh_s, self.flush)
@@ -98,7 +110,13 @@ class ConsoleApp(App[None]):
         self.follow_feed()
 
     async def on_unmount(self) -> None:
+        self.heap.release()
         await self.backend.aclose()
+
+    async def on_event(self, event: events.Event) -> None:
+        if isinstance(event, events.Key):
+            self.heap.key()  # the operator is at the keys: no settling of the heap just now
+        await super().on_event(event)
 
     # ---- the feed --------------------------------------------------------------------------
     @work(exclusive=True, group="feed")
@@ -118,7 +136,7 @@ class ConsoleApp(App[None]):
             await anyio.sleep(delay)
             delay = min(delay * 2, RECONNECT_MAX_S)
 
-    def receive(self, message: dict[str, Any]) -> None:
+    def receive(self, message: FeedMessage) -> None:
         """One feed message into the state; the screen catches up at the next flush."""
         if message.get("type") == "event":
             self._arrivals.append(time.monotonic())
@@ -134,28 +152,39 @@ class ConsoleApp(App[None]):
             return
         pending, self._pending = self._pending, Changes()
         self._paint_topbar()
+        self.heap.tick()
+        self._hosts_pending |= pending.hosts
+        if pending.reset:
+            self._paint_hosts(everything=True)
+        elif self._hosts_pending and (
+            time.monotonic() - self._hosts_painted >= HOSTS_S or not self.hosts_pane.lists(self._hosts_pending)
+        ):
+            self._paint_hosts()
         if pending.empty:
             return
         self.flushes += 1
         if pending.reset:
-            self.hosts_pane.refresh_hosts()
             self.table.rebuild()
-        else:
-            if pending.hosts:
-                self.hosts_pane.refresh_hosts(pending.hosts)
-            if pending.tasks or pending.removed_tasks:
-                self.table.apply(pending.tasks, pending.removed_tasks)
+        elif pending.tasks or pending.removed_tasks:
+            self.table.apply(pending.tasks, pending.removed_tasks)
         for screen in self.screen_stack:
             if isinstance(screen, QueueScreen) and (pending.questions or pending.reset):
                 screen.refresh_queue()
         if pending.new_questions:
             q = self.state.questions.get(pending.new_questions[-1])
-            if q is not None:
+            if q is not None and self.toasts:
                 self.notify(f"{q.upstream} asks: {q.message}", title="needs input", timeout=6)
-                if self.bell_on_question:
-                    self.bell()
+            if q is not None and self.bell_on_question:
+                self.bell()
         if self._detail_for is not None and (pending.reset or self._detail_for in pending.tasks):
             self.load_detail(self._detail_for)
+
+    def _paint_hosts(self, *, everything: bool = False) -> None:
+        """The hosts pane: its counts change with most events, but a count that is a second late
+        misleads no one, and repainting the pane ten times a second costs every keypress."""
+        self.hosts_pane.refresh_hosts(None if everything else self._hosts_pending)
+        self._hosts_pending = set()
+        self._hosts_painted = time.monotonic()
 
     def _tick(self) -> None:
         if self._open():
@@ -178,7 +207,10 @@ class ConsoleApp(App[None]):
         text.append(
             f"{waiting} waiting for you" if waiting else "nothing waiting", style="bold yellow" if waiting else "dim"
         )
-        self.query_one("#topbar", Static).update(text)
+        text.append(f"   bell {'on' if self.bell_on_question else 'off'}", style="dim")
+        if text != self._topbar:  # (one line, always: no layout)
+            self._topbar = text
+            self.query_one("#topbar", Static).update(text, layout=False)
 
     # ---- selection and detail --------------------------------------------------------------
     def on_hosts_pane_picked(self, event: HostsPane.Picked) -> None:
@@ -205,7 +237,7 @@ class ConsoleApp(App[None]):
             frames = await self.backend.frames(task_id) if self._open() and self.detail.mode == "frames" else None
         except BackendError as exc:
             if self._open():
-                self.detail.show({"id": task_id, "status": "?", "createdMs": 0, "error": {"message": str(exc)}})
+                self.detail.show_error(task_id, str(exc))
             return
         if not self._open():
             return  # closed meanwhile: the pane is gone
@@ -248,6 +280,33 @@ class ConsoleApp(App[None]):
         self.table.view.statuses = frozenset({status}) if status else frozenset()
         self.table.rebuild()
 
+    def action_toggle_bell(self) -> None:
+        self.bell_on_question = not self.bell_on_question
+        self._paint_topbar()
+        self.notify(f"terminal bell {'on' if self.bell_on_question else 'off'} for new questions", timeout=2)
+
+    def action_toggle_toasts(self) -> None:
+        self.toasts = not self.toasts
+        self.notify(f"toasts {'on' if self.toasts else 'off'} for new questions", timeout=2)
+
+    def action_cursor(self, where: str) -> None:
+        """The tasks table's cursor, from the palette: top, bottom, down, up."""
+        table = self.table
+        moves = {
+            "top": table.action_scroll_top,
+            "bottom": table.action_scroll_bottom,
+            "down": table.action_cursor_down,
+            "up": table.action_cursor_up,
+        }
+        table.focus()
+        moves[where]()
+
+    def action_focus_hosts(self) -> None:
+        self.hosts_pane.focus()
+
+    def action_focus_tasks(self) -> None:
+        self.table.focus()
+
     def action_help(self) -> None:
         self.push_screen(HelpScreen())
 
@@ -258,7 +317,9 @@ class ConsoleApp(App[None]):
     def action_answer_selected(self) -> None:
         task_id = self.table.selected()
         asked = [q for q in self.state.answer_queue() if q.task_id == task_id]
-        if asked:
+        if len(asked) > 1:  # several: together in one screen, or one by one there
+            self.push_screen(TaskAnswersScreen([q.wire for q in asked], self._submit))
+        elif asked:
             self.answer(asked[0], "enter")
 
     def answer(self, q: Question, key: str) -> None:

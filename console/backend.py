@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from typing import Any, Protocol
+from typing import Protocol
+
+from .wire import FeedMessage, Frame, JsonObject, TaskDetail
 
 
 class BackendError(Exception):
@@ -18,18 +20,18 @@ class Backend(Protocol):
     def label(self) -> str:
         """Where the daemon is, for the header."""
 
-    def feed(self, since: int | None) -> AsyncIterator[dict[str, Any]]:
+    def feed(self, since: int | None) -> AsyncIterator[FeedMessage]:
         """The feed's messages; raises BackendError when it ends."""
 
-    async def task(self, task_id: str) -> dict[str, Any]: ...
+    async def task(self, task_id: str) -> TaskDetail: ...
 
     async def aclose(self) -> None:
         """Let go of connections (the app is closing)."""
 
-    async def frames(self, task_id: str) -> list[dict[str, Any]]: ...
+    async def frames(self, task_id: str) -> list[Frame]: ...
 
-    async def cancel(self, task_id: str) -> dict[str, Any]: ...
+    async def cancel(self, task_id: str) -> None: ...
 
     async def answer(
-        self, question_id: str, action: str, content: dict[str, Any] | None, result: dict[str, Any] | None
-    ) -> dict[str, Any]: ...
+        self, question_id: str, action: str, content: JsonObject | None, result: JsonObject | None
+    ) -> None: ...

@@ -10,7 +10,7 @@ import json
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import cast
 
 import anyio
 import httpx
@@ -20,6 +20,7 @@ from websockets.asyncio.client import connect
 from mcpx import state as state_folder
 
 from .backend import BackendError
+from .wire import FEED_TYPES, FeedMessage, Frame, Json, JsonObject, TaskDetail
 
 
 @dataclass(frozen=True)
@@ -33,6 +34,7 @@ class Endpoint:
 
 
 Locate = Callable[[], Endpoint | None]
+NO_DAEMON = "no daemon is running for this state folder (start one: mcpx daemon, or mcpx console --start)"
 
 
 def locate_in(folder: Path) -> Locate:
@@ -52,7 +54,7 @@ def locate_in(folder: Path) -> Locate:
 
 
 class ApiError(BackendError):
-    def __init__(self, status: int, body: dict[str, Any]) -> None:
+    def __init__(self, status: int, body: JsonObject) -> None:
         super().__init__(str(body.get("error") or f"HTTP {status}"))
         self.status = status
         self.fields = body.get("fields") or {}
@@ -80,7 +82,7 @@ class DaemonClient:
     async def _client(self) -> httpx.AsyncClient:
         ep = self.locate()
         if ep is None:
-            raise DaemonGone("no daemon is running for this state folder")
+            raise DaemonGone(NO_DAEMON)
         if self._http is None or ep != self._endpoint:
             # Swap first, close after: two workers arriving here at once must not both replace the
             # client (the one replaced by the other would never be closed).
@@ -92,10 +94,11 @@ class DaemonClient:
                 await old.aclose()
         return self._http
 
-    async def _call(self, method: str, path: str, **kw: Any) -> Any:
+    async def _call(self, method: str, path: str, *, json: JsonObject | None = None) -> Json:
+        """One /v1 request; its JSON body (the caller names its shape, docs/api.md's)."""
         client = await self._client()
         try:
-            resp = await client.request(method, path, **kw)
+            resp = await client.request(method, path, json=json)
         except httpx.TransportError as exc:
             raise DaemonGone(f"the daemon does not answer: {exc}") from None
         body = resp.json() if resp.content else {}
@@ -108,45 +111,37 @@ class DaemonClient:
             await self._http.aclose()
 
     # ---- REST ------------------------------------------------------------------------------
-    async def status(self) -> dict[str, Any]:
-        result: dict[str, Any] = await self._call("GET", "/v1/status")
+    async def task(self, task_id: str) -> TaskDetail:
+        result: TaskDetail = await self._call("GET", f"/v1/tasks/{task_id}")
         return result
 
-    async def task(self, task_id: str) -> dict[str, Any]:
-        result: dict[str, Any] = await self._call("GET", f"/v1/tasks/{task_id}")
+    async def frames(self, task_id: str) -> list[Frame]:
+        result: list[Frame] = (await self._call("GET", f"/v1/tasks/{task_id}/frames"))["frames"]
         return result
 
-    async def tasks_page(self, **params: Any) -> dict[str, Any]:
-        result: dict[str, Any] = await self._call("GET", "/v1/tasks", params=params)
-        return result
-
-    async def frames(self, task_id: str) -> list[dict[str, Any]]:
-        result: list[dict[str, Any]] = (await self._call("GET", f"/v1/tasks/{task_id}/frames"))["frames"]
-        return result
-
-    async def cancel(self, task_id: str) -> dict[str, Any]:
-        result: dict[str, Any] = await self._call("POST", f"/v1/tasks/{task_id}/cancel", json={"by": self.operator})
-        return result
+    async def cancel(self, task_id: str) -> None:
+        """Asked (its real final state comes through the feed); raises ApiError when refused."""
+        await self._call("POST", f"/v1/tasks/{task_id}/cancel", json={"by": self.operator})
 
     async def answer(
-        self, question_id: str, action: str, content: dict[str, Any] | None, result: dict[str, Any] | None
-    ) -> dict[str, Any]:
-        body: dict[str, Any] = {"action": action, "by": self.operator}
+        self, question_id: str, action: str, content: JsonObject | None, result: JsonObject | None
+    ) -> None:
+        """Taken by the daemon (it reaches the upstream); raises ApiError, with `fields`, when refused."""
+        body: JsonObject = {"action": action, "by": self.operator}
         if content is not None:
             body["content"] = content
         if result is not None:
             body["result"] = result
-        answered: dict[str, Any] = await self._call("POST", f"/v1/questions/{question_id}/answer", json=body)
-        return answered
+        await self._call("POST", f"/v1/questions/{question_id}/answer", json=body)
 
     # ---- the feed --------------------------------------------------------------------------
-    async def feed(self, since: int | None, snapshot_tasks: int = 20_000) -> AsyncIterator[dict[str, Any]]:
+    async def feed(self, since: int | None, snapshot_tasks: int = 20_000) -> AsyncIterator[FeedMessage]:
         """The feed's messages, from a snapshot (since None) or after `since`; ends (raising
         DaemonGone) when the connection does."""
         ep = self.locate()
         if ep is None:
-            raise DaemonGone("no daemon is running for this state folder")
-        hello: dict[str, Any] = {"type": "subscribe", "operator": self.operator, "snapshotTasks": snapshot_tasks}
+            raise DaemonGone(NO_DAEMON)
+        hello: JsonObject = {"type": "subscribe", "operator": self.operator, "snapshotTasks": snapshot_tasks}
         if since is not None:
             hello["since"] = since
         try:
@@ -157,8 +152,8 @@ class DaemonClient:
                     await ws.send(json.dumps(hello))
                     async for text in ws:
                         message = json.loads(text)
-                        if isinstance(message, dict):
-                            yield message
+                        if isinstance(message, dict) and message.get("type") in FEED_TYPES:
+                            yield cast(FeedMessage, message)  # (the daemon's own schemas: docs/api.md)
                 except (anyio.get_cancelled_exc_class(), GeneratorExit):
                     # The console is closing (or the feed worker was replaced): drop the socket now.
                     # A close handshake would wait on a loop that may be about to stop, leaving the

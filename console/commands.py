@@ -8,25 +8,33 @@ from typing import TYPE_CHECKING
 
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 
+from .state import STATUSES
+
 if TYPE_CHECKING:
     from .app import ConsoleApp
 
 ACTIONS: list[tuple[str, str, str]] = [
     ("Answer queue", "queue", "everything waiting for a person, oldest first"),
-    ("Answer the selected task's question", "answer_selected", "the form of its open question"),
+    ("Answer the selected task's questions", "answer_selected", "the form of each open question, or all in one"),
     ("Cancel the selected task", "cancel", "with a confirmation"),
-    ("Cancel every shown unfinished task", "cancel_shown", "bulk cancel of the filtered tasks"),
+    ("Cancel every shown unfinished task", "cancel_shown", "bulk cancel of the filtered tasks, with a count"),
     ("Filter tasks by text", "filter", "id, tool, upstream, host, status message"),
     ("Sort by the next column", "sort", "age, status, tool, upstream, host"),
     ("Reverse the sort", "reverse", ""),
     ("Hide or show finished tasks", "hide_finished", ""),
     ("Show all statuses", "only('')", ""),
-    ("Show only working tasks", "only('working')", ""),
-    ("Show only tasks that need input", "only('input_required')", ""),
-    ("Show only failed tasks", "only('failed')", ""),
+    *((f"Show only {s.replace('_', ' ')} tasks", f"only('{s}')", "") for s in STATUSES),
     ("Task details: overview", "detail('overview')", ""),
     ("Task details: raw JSON", "detail('raw')", ""),
-    ("Task details: JSON-RPC frames", "detail('frames')", ""),
+    ("Task details: JSON-RPC frames", "detail('frames')", "as the daemon relayed them"),
+    ("Go to the first task", "cursor('top')", "g"),
+    ("Go to the last task", "cursor('bottom')", "G"),
+    ("Next task", "cursor('down')", "j or down"),
+    ("Previous task", "cursor('up')", "k or up"),
+    ("Go to the hosts pane", "focus_hosts", ""),
+    ("Go to the tasks table", "focus_tasks", ""),
+    ("Terminal bell on or off", "toggle_bell", "rung when something new needs input"),
+    ("Toasts on or off", "toggle_toasts", "shown when something new needs input"),
     ("Keys", "help", "every key binding"),
     ("Quit", "quit", ""),
 ]

@@ -19,13 +19,15 @@ from .state import ConsoleState, Question
 
 KEYS = """\
 [b]Tasks[/b]
-  ↑ ↓ / j k   move              enter   answer its question / details
+  ↑ ↓ / j k   move              enter   answer its question(s)
+  g / G       first / last task  home end pgup pgdn   the same, by page
   /           filter by text     s       sort by the next column (S: reverse)
   1-5         show only a status (0: all)     h   hide finished tasks
   c           cancel the task    C       cancel every shown unfinished task
   r           raw JSON           f       its JSON-RPC frames    o  overview
 [b]Everywhere[/b]
   a           the answer queue (everything waiting for a person)
+  b           terminal bell on new questions on/off (shown top right)
   tab         hosts / tasks      ctrl+p  command palette        ?   these keys
   q           quit
 [b]In the answer queue[/b]

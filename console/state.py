@@ -8,7 +8,7 @@ event at or below the last sequence applied is ignored, so a resumed feed never 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
@@ -186,7 +186,8 @@ class ConsoleState:
         return q
 
     # ---- folding ---------------------------------------------------------------------------
-    def apply(self, message: dict[str, Any]) -> Changes:
+    def apply(self, message: Mapping[str, Any]) -> Changes:
+        """One feed message (console/wire.py's FeedMessage, read leniently: a field missing is a default)."""
         kind = message.get("type")
         if kind == "snapshot":
             return self._snapshot(message)
@@ -196,7 +197,7 @@ class ConsoleState:
             self.seq = None  # a snapshot follows
         return Changes()
 
-    def _snapshot(self, msg: dict[str, Any]) -> Changes:
+    def _snapshot(self, msg: Mapping[str, Any]) -> Changes:
         self.seq = int(msg["seq"])
         self.hosts = {h.id: h for h in map(Host.from_wire, msg.get("connections") or [])}
         self.tasks = {}
@@ -209,7 +210,7 @@ class ConsoleState:
         self.operators = list(msg.get("operators") or [])
         return Changes(reset=True)
 
-    def _event(self, ev: dict[str, Any]) -> Changes:
+    def _event(self, ev: Mapping[str, Any]) -> Changes:
         seq = int(ev["seq"])
         if self.seq is not None and seq <= self.seq:
             self.ignored += 1

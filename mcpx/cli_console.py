@@ -32,7 +32,8 @@ def add_console_parser(sub: Subcommands) -> None:
     c.add_argument("--start", action="store_true", help="start the daemon if none runs")
     c.add_argument("--demo", action="store_true", help="a private demo daemon, upstream and hosts (nothing to set up)")
     c.add_argument("--operator", default=None, help="your name in the audit log (default: your login name)")
-    c.add_argument("--no-bell", action="store_true", help="no terminal bell when something needs input")
+    c.add_argument("--no-bell", action="store_true", help="no terminal bell when something needs input (b toggles)")
+    c.add_argument("--no-toasts", action="store_true", help="no toast when something needs input")
     c.set_defaults(func=cmd_console)
 
 
@@ -45,11 +46,11 @@ def _operator(name: str | None) -> str:
         return "operator"
 
 
-def run_console(folder: Path, operator: str, bell: bool) -> int:
+def run_console(folder: Path, operator: str, args: argparse.Namespace) -> int:
     from console.app import ConsoleApp
     from console.client import DaemonClient, locate_in
 
-    ConsoleApp(DaemonClient(locate_in(folder), operator), bell=bell).run()
+    ConsoleApp(DaemonClient(locate_in(folder), operator), bell=not args.no_bell, toasts=not args.no_toasts).run()
     return 0
 
 
@@ -60,7 +61,7 @@ def cmd_console(args: argparse.Namespace) -> int:
 
         demo = start_demo()
         try:
-            return run_console(demo.state_dir, operator, not args.no_bell)
+            return run_console(demo.state_dir, operator, args)
         finally:
             demo.stop()
     folder = state_dir(args.state_dir)
@@ -76,4 +77,4 @@ def cmd_console(args: argparse.Namespace) -> int:
         from .cli import ensure_daemon
 
         ensure_daemon(args, folder)
-    return run_console(folder, operator, not args.no_bell)
+    return run_console(folder, operator, args)

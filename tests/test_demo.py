@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import anyio
 import httpx
 import pytest
 from harness import UNIT, wait_until
@@ -164,3 +165,28 @@ def test_a_demo_whose_console_dies_ends_with_it() -> None:
         finally:
             console.kill()
     wait_until(lambda: not _demo_processes(folder) and not folder.exists(), 15, "the orphaned demo to end")
+
+
+@pytest.mark.anyio
+async def test_the_console_on_the_demo_shows_working_and_completed_tasks_of_hosts_of_both_eras(demo: DemoRun) -> None:
+    """What a newcomer sees first (`mcpx console --demo`): within 10 s of the console attaching,
+    the hosts pane lists the three demo hosts (2025 and 2026 revisions) and the table shows
+    working and completed tasks of more than one of them."""
+    from console.app import ConsoleApp
+    from console.client import DaemonClient, locate_in
+
+    app = ConsoleApp(DaemonClient(locate_in(demo.state_dir), "newcomer"), bell=False)
+
+    def seen() -> bool:
+        rows = [app.state.tasks[t] for t in app.table.shown()]
+        owners = {r.connection for r in rows}
+        return {"working", "completed"} <= {r.status for r in rows} and len(owners) >= 2
+
+    async with app.run_test(size=(180, 48)) as pilot:
+        with anyio.fail_after(10 * UNIT):
+            while not seen():
+                await pilot.pause(0.1)
+        assert app.link == "connected"
+        hosts = {h.client_name: h.revision for h in app.state.hosts_shown()}
+        assert {"demo-legacy-ide", "demo-agent", "demo-cli"} <= hosts.keys()
+        assert hosts["demo-legacy-ide"] == "2025-11-25" and hosts["demo-agent"] is None  # a 2026 host

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from typing import Any, Literal
+from typing import Literal
 
 from rich.console import Group, RenderableType
 from rich.table import Table
@@ -13,11 +13,12 @@ from textual.containers import VerticalScroll
 from textual.widgets import Static
 
 from ..render import age, as_json, error, status_text, tool_result
+from ..wire import Frame, TaskDetail
 
 Mode = Literal["overview", "raw", "frames"]
 
 
-def overview(task: dict[str, Any], host_label: str) -> RenderableType:
+def overview(task: TaskDetail, host_label: str) -> RenderableType:
     facts = Table.grid(padding=(0, 2))
     facts.add_column(style="bold")
     facts.add_column()
@@ -44,10 +45,11 @@ def overview(task: dict[str, Any], host_label: str) -> RenderableType:
         for req in task["inputRequests"]:
             message = (req.get("params") or {}).get("message") or req.get("method")
             parts.append(Text(f"  • {req.get('kind')} from {req.get('upstream')}: {message}"))
-    if task.get("result") is not None:
-        parts += [Text("\nresult", style="bold"), tool_result(task["result"])]
-    if task.get("error") is not None:
-        parts += [Text("\nerror", style="bold"), error(task["error"])]
+    result, failure = task.get("result"), task.get("error")
+    if result is not None:
+        parts += [Text("\nresult", style="bold"), tool_result(result)]
+    if failure is not None:
+        parts += [Text("\nerror", style="bold"), error(failure)]
     parts.append(Text("\ntimeline", style="bold"))
     timeline = Table.grid(padding=(0, 1))
     for ev in task.get("events") or []:
@@ -61,7 +63,7 @@ def overview(task: dict[str, Any], host_label: str) -> RenderableType:
     return Group(*parts)
 
 
-def frames_view(frames: list[dict[str, Any]]) -> RenderableType:
+def frames_view(frames: list[Frame]) -> RenderableType:
     if not frames:
         return Text("no frames kept for this task (they are held in memory, recent tasks only)", style="dim")
     rows: list[RenderableType] = []
@@ -77,24 +79,30 @@ class DetailPane(VerticalScroll):
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.mode: Mode = "overview"
-        self.shown_task: dict[str, Any] | None = None
-        self.frames: list[dict[str, Any]] | None = None
+        self.shown_task: TaskDetail | None = None
+        self.frames: list[Frame] | None = None
+        self.problem: Text | None = None  # the task could not be fetched
         self.host_label = ""
 
     def compose(self) -> ComposeResult:
         yield Static(Text("select a task", style="dim"), id="detail-body")
 
-    def show(
-        self, task: dict[str, Any] | None, host_label: str = "", frames: list[dict[str, Any]] | None = None
-    ) -> None:
-        self.shown_task, self.host_label = task, host_label
+    def show(self, task: TaskDetail | None, host_label: str = "", frames: list[Frame] | None = None) -> None:
+        self.shown_task, self.host_label, self.problem = task, host_label, None
         if frames is not None:
             self.frames = frames
         self.repaint()
 
+    def show_error(self, task_id: str, why: str) -> None:
+        """The task could not be fetched (gone, or the daemon is)."""
+        self.shown_task, self.problem = None, Text.assemble(("task ", "bold"), task_id, "\n", (why, "red"))
+        self.repaint()
+
     def repaint(self) -> None:
         body = self.query_one("#detail-body", Static)
-        if self.shown_task is None:
+        if self.problem is not None:
+            body.update(self.problem)
+        elif self.shown_task is None:
             body.update(Text("select a task", style="dim"))
         elif self.mode == "raw":
             body.update(as_json(self.shown_task))

@@ -21,6 +21,9 @@ def host_prompt(state: ConsoleState, host: Host | None) -> Text:
     else:
         asking = state.host_needs_input(host.id)
         text = Text(host.label, style="bold" if host.open else "dim")
+    if asking:  # on the name's line: the counts' line can fill the pane's width
+        text.append("  ⚑ asks", style="bold yellow")
+    if host is not None:
         details = [host.revision or "2026-07-28", host.transport, host.kind]
         if host.principal:
             details.append(f"@{host.principal}")
@@ -31,8 +34,6 @@ def host_prompt(state: ConsoleState, host: Host | None) -> Text:
     for status, n in counts.items():
         if n:
             text.append(f"{n} {status.replace('input_required', 'input')} ", style=STATUS_STYLE.get(status, ""))
-    if asking:
-        text.append("⚑ asks", style="bold yellow")
     return text
 
 
@@ -48,6 +49,10 @@ class HostsPane(OptionList):
         super().__init__(id=id)
         self.state = state
         self._order: list[str] = []
+
+    def lists(self, host_ids: set[str]) -> bool:
+        """Are these hosts in the pane already (a new one is worth painting at once)?"""
+        return host_ids <= set(self._order)
 
     def refresh_hosts(self, changed: set[str] | None = None) -> None:
         """Rebuild when the set of hosts changed; otherwise repaint only the changed prompts."""

@@ -5,17 +5,25 @@ from __future__ import annotations
 
 import gc
 from bisect import insort
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar, Self
 
 from rich.markup import escape
+from rich.padding import Padding
+from rich.segment import Segment
+from rich.style import Style
 from rich.text import Text
 from textual._two_way_dict import TwoWayDict
+from textual._types import SegmentLines
+from textual.binding import Binding, BindingType
+from textual.cache import LRUCache
 from textual.coordinate import Coordinate
 from textual.widgets import DataTable
-from textual.widgets.data_table import Row, RowKey
+from textual.widgets._data_table import default_cell_formatter
+from textual.widgets.data_table import ColumnKey, Row, RowKey
 
+from ..heap import HeapKeeper
 from ..render import age, now_ms, short, status_text
 from ..state import ConsoleState, SortKey, TaskRow, sort_key
 
@@ -31,7 +39,8 @@ COLUMNS = (
     ("message", "status message"),
 )
 SORTS: tuple[SortKey, ...] = ("age", "status", "tool", "upstream", "host")
-SETTLE_ROWS = 2000  # a rebuild of this many rows settles the heap (see _settle_heap)
+SETTLE_ROWS = 2000  # a rebuild of this many rows settles the heap (console/heap.py)
+CELL_CACHE_ROWS = 2000  # rows whose rendered cells are kept (those on screen, and some scrolled past)
 
 
 @dataclass
@@ -58,6 +67,13 @@ class TableStats:
 
 
 class TasksTable(DataTable[Text | str]):
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("j", "cursor_down", "down", show=False),
+        Binding("k", "cursor_up", "up", show=False),
+        Binding("g", "scroll_top", "first", show=False),
+        Binding("G", "scroll_bottom", "last", show=False),
+    ]
+
     """DataTable draws the rows; the order of the rows is kept here.
 
     DataTable re-sorts by sorting every row with a Python key, renumbers every row after the one
@@ -70,7 +86,7 @@ class TasksTable(DataTable[Text | str]):
     tests/console/test_console_load.py checks that the rows shown stay the state's, in order.
     """
 
-    def __init__(self, state: ConsoleState, *, id: str | None = None) -> None:
+    def __init__(self, state: ConsoleState, *, heap: HeapKeeper | None = None, id: str | None = None) -> None:
         self.view = View()
         self._asc: list[RowKey] = []  # the shown tasks' rows, ascending by the view's sort key
         self._ordered: list[Row] | None = None  # top to bottom, derived from _asc
@@ -79,15 +95,14 @@ class TasksTable(DataTable[Text | str]):
         self.state = state
         self.stats = TableStats()
         self._shown: set[str] = set()
-        self._settled = False  # the heap was settled (gc.freeze) after a big rebuild
+        self.heap = heap or HeapKeeper()  # settled after a big rebuild
+        # Per row, until it changes: its cells rendered by Rich, unstyled (see _render_cell), and
+        # its lines as drawn at a place (see _render_line_in_row).
+        self._cell_lines: dict[RowKey, dict[Hashable, Any]] = {}
 
     def on_mount(self) -> None:
         for key, label in COLUMNS:
             self.add_column(label, key=key, width=WIDTHS.get(key))
-
-    def on_unmount(self) -> None:
-        if self._settled:
-            gc.unfreeze()  # the process (a test run, say) collects as usual again
 
     # ---- cells -----------------------------------------------------------------------------
     def _cells(self, row: TaskRow, now_ms: int) -> list[Text | str]:
@@ -108,6 +123,105 @@ class TasksTable(DataTable[Text | str]):
             age(row.created_ms, now_ms),
             escape(message),
         ]
+
+    def _render_cell(
+        self,
+        row_index: int,
+        column_index: int,
+        base_style: Style,
+        width: int,
+        cursor: bool = False,
+        hover: bool = False,
+    ) -> SegmentLines:
+        """One cell, as DataTable draws it, but with Rich's rendering of its content kept per row.
+
+        DataTable caches a cell's rendering under its count of changes, so any change anywhere (a
+        flush changes a few rows ten times a second) has it render every cell on screen through
+        Rich again (~25 ms for a screenful): a keypress just after a flush waited for all of that.
+        Here a cell's content is rendered once (Rich: padding, cropping, its own styles) until its
+        row changes; the styles of its place (zebra stripe, cursor, hover, the row and column the
+        mouse finds there) are put on top every time, as DataTable's `Styled` does."""
+        if row_index < 0 or column_index < 0 or self.fixed_rows or self.fixed_columns:
+            return super()._render_cell(row_index, column_index, base_style, width, cursor, hover)
+        row_key = self._row_locations.get_key(row_index)
+        column_key = self._column_locations.get_key(column_index)
+        if row_key is None or column_key is None or self.rows[row_key].height != 1:
+            return super()._render_cell(row_index, column_index, base_style, width, cursor, hover)
+        cells = self._row_cache(row_key)
+        lines = cells.get((column_key, width))
+        if lines is None:
+            value = self._data[row_key].get(column_key)
+            content = Text() if value is None else default_cell_formatter(value, wrap=False, height=1) or Text()
+            options = self.app.console_options.update_dimensions(width, 1).update(no_wrap=True)
+            lines = self.app.console.render_lines(Padding(content, (0, self.cell_padding)), options)
+            cells[(column_key, width)] = lines
+        component_style, post_style = self._get_styles_to_render_cell(
+            False,
+            False,
+            False,
+            hover,
+            cursor,
+            self.show_cursor,
+            self._show_hover_cursor,
+            self.cursor_foreground_priority == "css",
+            self.cursor_background_priority == "css",
+        )
+        pre_style = base_style + Style.from_meta({"row": row_index, "column": column_index}) + component_style
+        return [list(Segment.apply_style(line, pre_style, post_style)) for line in lines]
+
+    def _row_cache(self, row_key: RowKey) -> dict[Hashable, Any]:
+        cache = self._cell_lines.get(row_key)
+        if cache is None:
+            if len(self._cell_lines) >= CELL_CACHE_ROWS:
+                self._cell_lines.clear()
+            cache = self._cell_lines[row_key] = {}
+        return cache
+
+    def _render_line_in_row(
+        self,
+        row_key: RowKey,
+        line_no: int,
+        base_style: Style,
+        cursor_location: Coordinate,
+        hover_location: Coordinate,
+    ) -> tuple[SegmentLines, SegmentLines]:
+        """A row's line, kept until the row changes or moves. DataTable keys its lines by where
+        the cursor is (and its count of changes), so a keypress that moves the cursor draws every
+        row on screen again; here only the row the cursor left and the one it came to are."""
+        index = self._row_locations.get(row_key)
+        if index is None or self.cursor_type != "row":
+            return super()._render_line_in_row(row_key, line_no, base_style, cursor_location, hover_location)
+        key = (
+            line_no,
+            index,  # (the zebra stripe, and the row the mouse finds there)
+            base_style,
+            index == cursor_location.row,
+            index == hover_location.row,
+            self.show_cursor,
+            self._show_hover_cursor,
+            self._pseudo_class_state,
+            self.size.width,
+        )
+        lines: dict[Hashable, tuple[SegmentLines, SegmentLines]] = self._row_cache(row_key).setdefault("lines", {})
+        line = lines.get(key)
+        if line is None:
+            if len(lines) >= 4:  # the row moved on (its place, the cursor): what it was drawn as before goes
+                lines.clear()
+            line = lines[key] = super()._render_line_in_row(
+                row_key, line_no, base_style, cursor_location, hover_location
+            )
+        return line
+
+    def update_cell(
+        self, row_key: RowKey | str, column_key: ColumnKey | str, value: Text | str, *, update_width: bool = False
+    ) -> None:
+        self._cell_lines.pop(row_key if isinstance(row_key, RowKey) else RowKey(row_key), None)
+        super().update_cell(row_key, column_key, value, update_width=update_width)
+
+    def clear(self, columns: bool = False) -> Self:
+        self._cell_lines.clear()
+        super().clear(columns)
+        return self
 
     # ---- updates ---------------------------------------------------------------------------
     def rebuild(self) -> None:
@@ -140,8 +254,7 @@ class TasksTable(DataTable[Text | str]):
         self._ordered = self._offsets = None  # added in the shown order: DataTable's numbering is right
         self._restore_cursor(keep)
         if len(rows) >= SETTLE_ROWS:
-            _settle_heap()
-            self._settled = True
+            self.heap.settle_now()
 
     def apply(self, changed: set[str], removed: set[str]) -> None:
         """Only these tasks changed: update their rows, add or drop them as the view says, then
@@ -189,7 +302,14 @@ class TasksTable(DataTable[Text | str]):
         """DataTable keys its render caches (up to 10,000 cells, 1,000 lines) by a count of changes;
         after a change none of what they hold can be used again, but it stays until pushed out:
         ~100,000 objects at 10,000 rows under a busy feed, each walked by every full garbage
-        collection (~50 ms each). Let them go now."""
+        collection (~50 ms each). Let them go now.
+
+        Textual's LRUCache links its entries in a ring, which its `clear` leaves as one big cycle
+        of garbage (lines, strips, segments: ~25 MB in 10 s under this feed) that only a full
+        collection frees, and the console holds those back (console/heap.py). So the rings are
+        cut first: then each entry goes as soon as nothing uses it."""
+        for cache in (self._row_render_cache, self._cell_render_cache, self._row_renderable_cache, self._line_cache):
+            _cut_ring(cache)
         self._clear_caches()
 
     def _order_key(self) -> Callable[[RowKey], tuple[Any, ...]]:
@@ -204,6 +324,7 @@ class TasksTable(DataTable[Text | str]):
             del self.rows[key]
             del self._data[key]
             self._new_rows.discard(key)
+            self._cell_lines.pop(key, None)
         self._shown -= task_ids
         self._asc = [k for k in self._asc if k.value not in task_ids]
         self.stats.rows_removed += len(task_ids)
@@ -272,15 +393,11 @@ class TasksTable(DataTable[Text | str]):
         return [str(r.key.value) for r in self.ordered_rows]
 
 
-def _settle_heap() -> None:
-    """After many rows were built: collect the garbage there is, then keep every object alive now
-    (the rows, the state, the app) out of the collector's later full passes (gc.freeze). A full
-    pass walks every object it tracks: at 10,000 rows ~120 ms, and a busy feed brings one on every
-    second or so, each a pause longer than a keypress may wait. Unfrozen first, so that what the
-    last settle kept and has died since is collected now."""
-    gc.unfreeze()
-    gc.collect()
-    gc.freeze()
+def _cut_ring(cache: LRUCache[Any, Any]) -> None:
+    """Empty each entry of an LRUCache ([prev, next, key, value]): no cycle is left to collect."""
+    for link in cache._cache.values():
+        link.clear()
+    cache.clear()
 
 
 class IdText(Text):

@@ -5,14 +5,13 @@ shows as closed with its tasks kept, and a daemon killed and restarted under it 
 from __future__ import annotations
 
 import signal
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
 from harness import Daemon, RawHost, conformance_server, read_jsonl, reply_of, stdio_server
-from textual.pilot import Pilot
+from pilot_wait import until
 from textual.widgets import Switch
 
 from console.app import ConsoleApp
@@ -24,13 +23,6 @@ SIZE = (180, 48)
 
 def console_for(d: Daemon) -> ConsoleApp:
     return ConsoleApp(DaemonClient(locate_in(d.state_dir), "olga"), bell=False)
-
-
-async def until(pilot: Pilot[None], cond: Callable[[], Any], what: str, timeout: float = 20) -> Any:
-    with anyio.fail_after(timeout):
-        while not (got := cond()):
-            await pilot.pause(0.05)
-    return got
 
 
 def conformance_daemon(start_daemon: Any) -> Daemon:

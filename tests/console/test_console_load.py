@@ -11,13 +11,9 @@ feed: each flush updates, adds and drops only the rows the events touched.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
-
-import anyio
 import pytest
 from load_feed import LoadBackend, check_event, check_snapshot
-from textual.pilot import Pilot
+from pilot_wait import until
 
 from console.app import ConsoleApp
 
@@ -26,15 +22,6 @@ SIZE = (180, 48)
 TASKS = 10_000
 RATE = 200.0
 EVENTS = 1000  # at least: 5 s of the stream
-
-
-async def until(pilot: Pilot[None], cond: Callable[[], Any], what: str, timeout: float = 60) -> None:
-    try:
-        with anyio.fail_after(timeout):
-            while not cond():
-                await pilot.pause(0.05)
-    except TimeoutError:
-        raise AssertionError(f"never: {what}") from None
 
 
 def wanted(app: ConsoleApp) -> list[str]:
@@ -50,7 +37,7 @@ async def test_ten_thousand_tasks_and_200_events_a_second_are_all_applied_and_sh
     app = ConsoleApp(backend, bell=False)
     async with app.run_test(size=SIZE) as pilot:
         table = app.table
-        await until(pilot, lambda: table.row_count >= TASKS, "the snapshot's 10,000 rows in the table")
+        await until(pilot, lambda: table.row_count >= TASKS, "the snapshot's 10,000 rows in the table", timeout=60)
         assert table.stats.rebuilds == 1  # the snapshot's; the hosts pane picking "all" again redid nothing
         # A row for every snapshot task (no paging) but those the stream, already running, has
         # since expired: on a slow machine some go before the table is filled.
@@ -60,7 +47,7 @@ async def test_ten_thousand_tasks_and_200_events_a_second_are_all_applied_and_sh
         assert still_there <= set(table.shown())
 
         # Keys while the stream runs: the cursor moves, the filter applies.
-        await until(pilot, lambda: backend.events_sent >= 100, "the stream under way")
+        await until(pilot, lambda: backend.events_sent >= 100, "the stream under way", timeout=60)
         before = table.selected()
         assert before is not None
         await pilot.press("down")
@@ -72,11 +59,11 @@ async def test_ten_thousand_tasks_and_200_events_a_second_are_all_applied_and_sh
         # The stream goes on a while after the filter (as long as the pilot took to type it: it
         # waits for the app to go idle after each key, which under this load it seldom does).
         typed_at = backend.events_sent
-        await until(pilot, lambda: backend.events_sent >= max(EVENTS, typed_at + 2 * RATE), "more events")
+        await until(pilot, lambda: backend.events_sent >= max(EVENTS, typed_at + 2 * RATE), "more events", timeout=60)
         backend.stop()
-        await until(pilot, lambda: backend.finished, "the stream's end")
-        await until(pilot, lambda: app.state.seq == backend.last_seq, "the last event applied")
-        await until(pilot, lambda: table.shown() == wanted(app), "the table caught up with the state")
+        await until(pilot, lambda: backend.finished, "the stream's end", timeout=60)
+        await until(pilot, lambda: app.state.seq == backend.last_seq, "the last event applied", timeout=60)
+        await until(pilot, lambda: table.shown() == wanted(app), "the table caught up with the state", timeout=60)
 
         # Every event sent is one the daemon could send, and every one was applied, once.
         for message in backend.log:
@@ -123,15 +110,17 @@ async def test_sorted_by_status_with_finished_hidden_the_rows_move_and_go_as_the
     app = ConsoleApp(backend, bell=False)
     async with app.run_test(size=SIZE) as pilot:
         table = app.table
-        await until(pilot, lambda: table.row_count >= 2_000, "the snapshot in the table")
+        await until(pilot, lambda: table.row_count >= 2_000, "the snapshot in the table", timeout=60)
         await pilot.press("s", "h")  # sort: age -> status; hide finished
         assert table.view.sort == "status" and table.view.hide_finished
         removed, updated = table.stats.rows_removed, table.stats.row_updates
         typed_at = backend.events_sent
-        await until(pilot, lambda: backend.events_sent >= typed_at + 3 * RATE, "3 s more of the stream")
+        await until(pilot, lambda: backend.events_sent >= typed_at + 3 * RATE, "3 s more of the stream", timeout=60)
         backend.stop()
-        await until(pilot, lambda: backend.finished and app.state.seq == backend.last_seq, "the stream applied")
-        await until(pilot, lambda: table.shown() == wanted(app), "the table caught up with the state")
+        await until(
+            pilot, lambda: backend.finished and app.state.seq == backend.last_seq, "the stream applied", timeout=60
+        )
+        await until(pilot, lambda: table.shown() == wanted(app), "the table caught up with the state", timeout=60)
         assert table.stats.rows_removed > removed and table.stats.row_updates > updated
         assert not any(app.state.tasks[t].terminal for t in table.shown())
         statuses = [app.state.tasks[t].status for t in table.shown()]
