@@ -40,7 +40,7 @@ PLAN: dict[str, tuple[str, list[tuple[str, list[str], list[str]]]]] = {
     ),
     "tasks_throughput": (
         "tasks_throughput.py",
-        [("", ["--tasks", "400", "--workers", "8"], ["--tasks", "2000", "--workers", "8"])],
+        [("", ["--tasks", "900", "--rounds", "3"], ["--tasks", "10000", "--rounds", "3"])],
     ),
     "feed_latency": (
         "feed_latency.py",
@@ -67,6 +67,10 @@ PLAN: dict[str, tuple[str, list[tuple[str, list[str], list[str]]]]] = {
         [("", ["--gets", "100", "--rounds", "2"], ["--gets", "500", "--rounds", "3"])],
     ),
     "console_load": ("console_load.py", [("", ["--quick"], [])]),
+    "soak": (
+        "soak.py",
+        [("", ["--hosts", "100", "--seconds", "20", "--warmup", "5"], ["--hosts", "200", "--seconds", "60"])],
+    ),
 }
 
 
@@ -121,9 +125,30 @@ def rows_for(name: str, label: str, r: dict[str, Any]) -> list[tuple[str, str, s
         fig = f"direct {r['direct_ms']:.2f} ms, through {r['via_mcpx_ms']:.2f} ms ({r['ratio']:.2f}x)"
         return [(name, what, fig, "", "")]
     if name == "tasks_throughput":
-        what = f"{r['tasks']} tasks over {r['workers']} connections"
-        fig = f"{r['created_per_s']} created/s, {r['created_and_collected_per_s']} created+collected/s"
-        return [(name, what, fig, "", "")]
+        out = []
+        for side, key in (
+            ("mcpx 2026", "mcpx_modern"),
+            ("mcpx 2025", "mcpx_legacy"),
+            ("FastMCP-tasks", "fastmcp_tasks"),
+        ):
+            t = r[key]
+            what = f"{side}: {r['tasks_per_side']} tasks created, polled, completed ({r['workers']} connections)"
+            fig = f"{t['created_per_s']} created/s, {t['done_per_s']} done/s (min {t['done_min']}, max {t['done_max']})"
+            target, flag = "", None
+            if key != "fastmcp_tasks":
+                ratio = r[f"{key}_vs_fastmcp"]
+                fig += f"; {ratio:.2f}x FastMCP-tasks"
+                target, flag = ">= 1000 done/s; >= 3x FastMCP-tasks", t["done_per_s"] >= 1000 and ratio >= 3
+            out.append((name, what, fig, target, ok(flag)))
+        return out
+    if name == "soak":
+        what = f"{r['hosts']} hosts, {r['seconds']:.0f} s: quick calls, tasks, operator-answered questions"
+        fig = (
+            f"{r['steps']} steps, {r['failures']} failed, {r['open_after']} left open; RSS warm {r['rss_baseline_mb']}"
+            f" MB, peak {r['rss_peak_mb']}, after rounds {r['rss_after_rounds_mb']} (frame log {r['frames_mb_after_rounds']} MB)"
+        )
+        target = "every call answered, every task ended"
+        return [(name, what, fig, target, ok(r["failures"] == 0 and r["open_after"] == 0 and r["daemon_alive"]))]
     if name == "feed_latency":
         what = f"event latency, {r['live']} live tasks, {r['events_per_s']} events/s"
         fig = f"p50 {r['p50_ms']} ms, p99 {r['p99_ms']} ms, max {r['max_ms']} ms"
