@@ -14,6 +14,7 @@ from rich.padding import Padding
 from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
+from textual import events
 from textual._two_way_dict import TwoWayDict
 from textual._types import SegmentLines
 from textual.binding import Binding, BindingType
@@ -185,15 +186,19 @@ class TasksTable(DataTable[Text | str]):
         cursor_location: Coordinate,
         hover_location: Coordinate,
     ) -> tuple[SegmentLines, SegmentLines]:
-        """A row's line, kept until the row changes or moves. DataTable keys its lines by where
-        the cursor is (and its count of changes), so a keypress that moves the cursor draws every
-        row on screen again; here only the row the cursor left and the one it came to are."""
+        """A row's line, kept until the row changes. DataTable keys its lines by where the cursor
+        is (and its count of changes), so a keypress that moves the cursor draws every row on
+        screen again, and so does every flush that adds a row above them (each moves down);
+        here only the rows the cursor left and came to, or the rows that changed, are drawn
+        again. A line is kept for the stripe it was drawn with (odd or even place), so a row that
+        moves keeps its lines; the row number DataTable puts in them for the mouse may then be
+        stale, and `_pointed` puts the right one in each mouse event."""
         index = self._row_locations.get(row_key)
         if index is None or self.cursor_type != "row":
             return super()._render_line_in_row(row_key, line_no, base_style, cursor_location, hover_location)
         key = (
             line_no,
-            index,  # (the zebra stripe, and the row the mouse finds there)
+            index % 2,  # the zebra stripe
             base_style,
             index == cursor_location.row,
             index == hover_location.row,
@@ -212,10 +217,33 @@ class TasksTable(DataTable[Text | str]):
             )
         return line
 
+    def _pointed(self, event: events.MouseEvent) -> None:
+        """The row under the pointer into the event's meta, where DataTable's own handlers (which
+        run after this) read it: a kept line may carry the row it was drawn at before it moved."""
+        meta = event.style.meta
+        offset = event.get_content_offset(self)
+        header = self.header_height if self.show_header else 0
+        if "row" not in meta or offset is None or offset.y < header:
+            return
+        row = offset.y - header + self.scroll_offset.y
+        if meta["row"] != row:
+            event.style = event.style + Style.from_meta({**meta, "row": row})
+
+    def _on_mouse_move(self, event: events.MouseMove) -> None:
+        self._pointed(event)
+
+    async def _on_click(self, event: events.Click) -> None:
+        self._pointed(event)
+
     def update_cell(
         self, row_key: RowKey | str, column_key: ColumnKey | str, value: Text | str, *, update_width: bool = False
     ) -> None:
-        self._cell_lines.pop(row_key if isinstance(row_key, RowKey) else RowKey(row_key), None)
+        """Only this cell is rendered again (each second every age on screen changes, and only it)."""
+        cache = self._cell_lines.get(row_key if isinstance(row_key, RowKey) else RowKey(row_key))
+        if cache is not None:
+            column = column_key if isinstance(column_key, ColumnKey) else ColumnKey(column_key)
+            for key in [k for k in cache if k == "lines" or (isinstance(k, tuple) and k[0] == column)]:
+                del cache[key]
         super().update_cell(row_key, column_key, value, update_width=update_width)
 
     def clear(self, columns: bool = False) -> Self:

@@ -161,3 +161,26 @@ async def test_the_command_palette_has_an_entry_for_every_action_a_key_runs() ->
         assert listed == [name for name, _action, _help in ACTIONS]
         for name in ("Terminal bell on or off", "Task details: raw JSON", "Cancel every shown unfinished task"):
             assert name in listed
+
+
+async def test_a_click_picks_the_row_under_the_pointer_after_rows_moved_down() -> None:
+    """Rows keep their drawn lines when they move (new tasks above them): a click still picks
+    the row it lands on, not the one drawn there before."""
+    app = make_app("hosts")
+    async with app.run_test(size=SIZE) as pilot:
+        await loaded(pilot)
+        table = app.table
+        await pilot.pause(0.2)  # drawn once, where they are now
+        for n in (1, 2):  # two newer tasks: every row moves two places down (the same stripe)
+            data = {"upstream": "demo", "tool": f"new{n}", "arguments": {}, "era": "legacy", "owner": "conn",
+                    "status": "working", "statusMessage": None, "createdMs": NOW + n, "ttlMs": 600_000,
+                    "pollIntervalMs": 1000}  # fmt: skip
+            app.receive({"type": "event", "seq": 200 + n, "ts": NOW + n, "kind": "task.created",
+                         "taskId": f"TkNew{n}AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA", "connectionId": "c-ide",
+                         "data": data})  # fmt: skip
+        await until(pilot, lambda: table.row_count == len(TASKS) + 2, "the new rows")
+        await pilot.pause(0.2)
+        shown = table.shown()
+        for row in (4, 2, 5):
+            await pilot.click(type(table), offset=(3, 1 + row))  # (the header is line 0)
+            assert table.cursor_row == row and table.selected() == shown[row]
