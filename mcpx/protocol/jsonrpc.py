@@ -7,12 +7,16 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+import orjson
+
+from . import fastjson
 from .errors import InvalidRequest, McpError, ParseError
 
 Id = str | int
 # A \uD800-\uDFFF escape: the only way a lone surrogate gets into a parsed string (raw surrogate
 # bytes already fail UTF-8 decoding). Cheap to look for; the full check runs only on a hit.
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+_BOM = b"\xef\xbb\xbf"
 
 
 @dataclass(frozen=True)
@@ -50,6 +54,13 @@ def as_object(value: object) -> dict[str, Any]:
 
 def parse(body: bytes | str) -> Message:
     """Parse one JSON-RPC message; raise ParseError/InvalidRequest with a clear message."""
+    if isinstance(body, bytes) and not fastjson.has_long_digits(body):
+        # orjson takes strict UTF-8 JSON only (no NaN, no lone surrogate): what it takes, the
+        # stdlib path below takes the same way; anything else goes there for its verdict.
+        try:
+            return classify(orjson.loads(body[3:] if body.startswith(_BOM) else body))
+        except orjson.JSONDecodeError:
+            pass
     try:
         # UTF-8 only (RFC 8259 8.1; a BOM is tolerated): json.loads(bytes) would also take UTF-16/32.
         text = body.decode("utf-8-sig") if isinstance(body, (bytes, bytearray)) else body
@@ -124,6 +135,10 @@ def request(id_: Id, method: str, params: dict[str, Any] | None = None) -> dict[
 
 
 def dumps(msg: dict[str, Any]) -> bytes:
+    try:
+        return orjson.dumps(msg)
+    except TypeError:
+        pass  # past orjson's rules (an integer past 64 bits, a lone surrogate): the stdlib's
     try:
         return json.dumps(msg, separators=(",", ":"), ensure_ascii=False).encode()
     except UnicodeEncodeError:

@@ -8,7 +8,6 @@ a busy machine (see h1.py).
 from __future__ import annotations
 
 import base64
-import json
 import logging
 import re
 from collections.abc import AsyncIterator, Callable
@@ -18,6 +17,7 @@ import anyio
 import httpx
 
 from ..config import ServerConfig
+from ..protocol import fastjson
 from ..protocol.errors import UPSTREAM_UNAVAILABLE
 from ..protocol.jsonrpc import Id
 from ..protocol.revisions import Era
@@ -50,7 +50,7 @@ async def iter_sse(resp: httpx.Response | h1.Response) -> AsyncIterator[Any]:
                 payload = "\n".join(data)
                 data = []
                 try:
-                    yield json.loads(payload)
+                    yield fastjson.loads(payload)
                 except ValueError:
                     log.warning("upstream SSE event is not JSON: %.200r", payload)
             continue
@@ -61,7 +61,7 @@ async def iter_sse(resp: httpx.Response | h1.Response) -> AsyncIterator[Any]:
             data.append(value[1:] if value.startswith(" ") else value)
     if data:
         try:
-            yield json.loads("\n".join(data))
+            yield fastjson.loads("\n".join(data))
         except ValueError:
             pass
 
@@ -164,7 +164,7 @@ class HttpTransport:
                         return
                     body = await resp.aread()
                     try:
-                        data = json.loads(body) if body else None
+                        data = fastjson.loads(body) if body else None
                     except ValueError:
                         data = None
                     if isinstance(data, dict) and ("result" in data or "error" in data):
@@ -224,7 +224,7 @@ class HttpTransport:
 
 
 def _encode(msg: dict[str, Any]) -> bytes:
-    return json.dumps(msg, separators=(",", ":")).encode()
+    return fastjson.dumps(msg)
 
 
 def _error(rid: Id, message: str) -> dict[str, Any]:

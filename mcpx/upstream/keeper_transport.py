@@ -26,6 +26,7 @@ from anyio.abc import Process, SocketStream
 from anyio.streams.buffered import BufferedByteReceiveStream
 
 from ..config import ServerConfig
+from ..protocol import fastjson
 from ..protocol.jsonrpc import Id
 from ..protocol.revisions import Era
 from . import keeper_wire as wire
@@ -94,7 +95,7 @@ class KeeperTransport:
                 while True:
                     line = await reader.receive_until(b"\n", wire.MAX_LINE)
                     try:
-                        msg = json.loads(line)
+                        msg = fastjson.loads(line)
                     except ValueError:
                         log.warning("upstream %s wrote a non-JSON line: %.200r", self.name, line)
                         continue

@@ -21,6 +21,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..protocol import fastjson
 from ..state import pid_alive, write_private_json
 
 if TYPE_CHECKING:  # the keeper process imports this module: it need not load the config models
@@ -43,7 +44,7 @@ def is_control(msg: dict[str, Any]) -> bool:
 
 
 def encode(msg: dict[str, Any]) -> bytes:
-    return json.dumps(msg, separators=(",", ":"), ensure_ascii=False).encode() + b"\n"
+    return fastjson.dumps(msg) + b"\n"
 
 
 def config_hash(cfg: ServerConfig) -> str:

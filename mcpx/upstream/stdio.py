@@ -15,6 +15,7 @@ import anyio
 from anyio.abc import Process
 
 from ..config import ServerConfig
+from ..protocol import fastjson
 from ..protocol.jsonrpc import Id
 from ..protocol.revisions import Era
 from .process_group import stop_group
@@ -76,7 +77,7 @@ class StdioTransport:
                     if not line.strip():
                         continue
                     try:
-                        msg = json.loads(line)
+                        msg = fastjson.loads(line)
                     except ValueError:
                         log.warning("upstream %s wrote a non-JSON line: %.200r", self.name, line)
                         continue
