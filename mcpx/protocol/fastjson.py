@@ -32,11 +32,18 @@ def has_long_digits(data: bytes | str) -> bool:
 def loads(data: bytes | str) -> Any:
     """Like json.loads (same values, same ValueError on what it refuses)."""
     if has_long_digits(data):
-        return json.loads(data)  # an integer orjson would turn into a float
+        return _stdlib_loads(data)  # an integer orjson would turn into a float
     try:
         return orjson.loads(data)
     except orjson.JSONDecodeError:
+        return _stdlib_loads(data)
+
+
+def _stdlib_loads(data: bytes | str) -> Any:
+    try:
         return json.loads(data)
+    except RecursionError:  # nested past the stack: refused like any bad JSON, never a crash of the reader
+        raise ValueError("JSON nested too deep") from None
 
 
 def dumps(value: object) -> bytes:
