@@ -10,7 +10,9 @@ think time around `--think` s between steps, over: a quick `echo` (60 %), a slow
 task whose upstream asks a question (15 %: the conformance fixture's `test_elicitation`; the hosts
 declare no elicitation, so an attached operator answers it through /v1). The daemon's RSS is read
 after a warm-up (the same mix for `--warmup` s), during the run, and after each of `--rounds` runs
-of `--seconds`, once the daemon has been idle for a few seconds.
+of `--seconds`, once the daemon has been idle past `--idle-close-s` (its `connections.idleCloseS`,
+10 s here instead of the default 10 minutes, so the round's hosts, which never come back, are closed
+and let go: what stays is what a leak would keep).
 
 Memory: the daemon keeps bounded caches that fill with use (the raw frames of the last 2,000 tasks
 for `/v1/tasks/{id}/frames`, `frames.budgetBytes`, 16 MB by default, reported by /v1/status and
@@ -190,12 +192,19 @@ def main() -> int:
     ap.add_argument("--seconds", type=float, default=60)
     ap.add_argument("--warmup", type=float, default=10)
     ap.add_argument("--rounds", type=int, default=2, help="runs of --seconds each, RSS read after each")
+    ap.add_argument(
+        "--idle-close-s",
+        type=float,
+        default=10,
+        help="the daemon's connections.idleCloseS: a round's hosts are closed and let go this long after it",
+    )
     ap.add_argument("--frame-budget-mb", type=float, help="the daemon's frames.budgetBytes (default: its own)")
     ap.add_argument("--think", type=float, default=0.5, help="mean seconds between a host's steps")
     opts = ap.parse_args()
     config = {
         "mcpServers": {"up": conformance_server()},
         "tasks": {"taskAfterMs": 200, "pollIntervalMs": 250},
+        "connections": {"idleCloseS": opts.idle_close_s},
     }
     if opts.frame_budget_mb is not None:
         config["frames"] = {"budgetBytes": int(opts.frame_budget_mb * 2**20)}
@@ -209,18 +218,19 @@ def main() -> int:
             start_rss = rss_kb(d.proc.pid)
             warm = Tally()
             run_phase(d, opts.hosts, opts.warmup, opts.think, warm, seed=1)
-            time.sleep(5)
+            idle_s = max(5.0, opts.idle_close_s + 5)
+            time.sleep(idle_s)
             baseline = rss_kb(d.proc.pid)
             tally = Tally()
             started = time.monotonic()
             peak, after_rounds, frames = 0, [], []
             for r in range(opts.rounds):
                 peak = max(peak, run_phase(d, opts.hosts, opts.seconds, opts.think, tally, seed=1000 * (r + 1)))
-                time.sleep(5)  # idle: what the round left behind
+                time.sleep(idle_s)  # idle: what the round left behind, its hosts closed
                 after_rounds.append(rss_kb(d.proc.pid))
                 with Api(d) as api:
                     frames.append(api.get("/v1/status").json()["frames"])
-            elapsed = time.monotonic() - started - 5 * opts.rounds
+            elapsed = time.monotonic() - started - idle_s * opts.rounds
             after = after_rounds[-1]
             with Api(d) as api:
                 working = api.get("/v1/tasks", params={"status": ["working", "input_required"], "limit": 500}).json()
