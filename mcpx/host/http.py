@@ -32,7 +32,7 @@ from ..protocol.errors import (
 from ..protocol.revisions import LEGACY_LATEST, MODERN, Era, is_modern
 from ..store import Store, StoreError
 from .connection import HostConnection, RequestContext
-from .router import HostRouter, emit, notification_stream, notifier
+from .router import Call, HostRouter, StreamItem, emit, notification_stream, notifier
 
 log = logging.getLogger("mcpx.host")
 
@@ -303,54 +303,26 @@ class McpEndpoint:
     async def _run(
         self, ctx: RequestContext, msg: jsonrpc.Message, headers: dict[str, str], receive: Receive, send: AsgiSend
     ) -> None:
+        """The call runs in this request's task. What it sends the host meanwhile (progress, a
+        question) opens an SSE stream, written by a task started on the first such frame; a 2026
+        host's closed stream cancels the call (a watcher task), a 2025 host's does not (the call
+        runs on, its reply dropped). Most calls send nothing meanwhile: no task but this one."""
         accept = headers.get("accept", "")
         streaming = "text/event-stream" in accept and (msg.method in _STREAMING or "application/json" not in accept)
-        tx, rx = notification_stream()
+        stream = _LazyStream(send, self.router)
         if streaming:
-            ctx.notify = notifier(ctx.revision, tx)
-        call = self.router.start(ctx, msg)
-        disconnected = False
-        started = False
-
-        def request_over() -> None:
-            try:
-                tx.send_nowait(None)
-            except (anyio.ClosedResourceError, anyio.BrokenResourceError):
-                pass  # this HTTP request already ended (the host went): nobody to tell
-
-        call.when_done(request_over)
-        async with anyio.create_task_group() as tg:
-
-            async def on_disconnect() -> None:
-                nonlocal disconnected
-                while (await receive())["type"] != "http.disconnect":
-                    pass
-                disconnected = True
-                tx.send_nowait(None)
-
-            tg.start_soon(on_disconnect)
-            async with rx:
-                async for item in rx:
-                    if item is None:
-                        break
-                    if not started:
-                        # The stream opens with the first notification; a call that has none
-                        # answers as plain JSON, with the HTTP status its error deserves.
-                        await send({"type": "http.response.start", "status": 200, "headers": SSE_HEADERS})
-                        started = True
-                    await _sse(send, item)
-            tx.close()
-            tg.cancel_scope.cancel()
-        if disconnected and not call.done.is_set():
-            if ctx.era == "modern":
-                call.scope.cancel()  # 2026: a closed response stream is the cancellation
-            return  # 2025-11-25: a disconnect is not a cancellation; the call runs on
+            ctx.notify = notifier(ctx.revision, stream)
+        call = self.router.prepare(ctx, msg)
+        if ctx.era == "modern":
+            self.router.spawn(_cancel_on_disconnect, receive, call, stream)
+        await self.router.run(call, ctx, msg)
         frame = call.frame
-        if started:
-            if frame is not None:
-                await _sse(send, frame)
-            await send({"type": "http.response.body", "body": b"", "more_body": False})
+        if stream.disconnected:
             return
+        if stream.started:
+            await stream.finish(frame)
+            return
+        stream.close()
         if frame is None:
             frame = jsonrpc.error(msg.id, {"code": -32800, "message": "Request cancelled"})
         await _json(send, _status_for(ctx.era, frame), frame)
@@ -476,6 +448,60 @@ async def _read_body(receive: Receive, limit: int, headers: dict[str, str]) -> b
         chunks.append(chunk)
         more = message.get("more_body", False)
     return b"".join(chunks)
+
+
+class _LazyStream:
+    """A request's SSE stream, opened by its first frame: a writer task drains what the call sends
+    the host meanwhile (never blocking the call: the buffer is unbounded, as progress is advisory)."""
+
+    def __init__(self, send: AsgiSend, router: HostRouter) -> None:
+        self.send = send
+        self.router = router
+        self._tx, self._rx = notification_stream()
+        self.started = False
+        self.disconnected = False
+        self._written = anyio.Event()
+
+    def send_nowait(self, item: StreamItem) -> None:
+        """The call's notifier: the first frame starts the writer."""
+        if not self.started:
+            self.started = True
+            self.router.spawn(self._write)
+        self._tx.send_nowait(item)
+
+    async def _write(self) -> None:
+        try:
+            await self.send({"type": "http.response.start", "status": 200, "headers": SSE_HEADERS})
+            async with self._rx:
+                async for item in self._rx:
+                    if item is None:
+                        break
+                    await _sse(self.send, item)
+            await self.send({"type": "http.response.body", "body": b"", "more_body": False})
+        except OSError:  # the host went: nothing more to write
+            pass
+        finally:
+            self._written.set()
+
+    async def finish(self, frame: dict[str, Any] | None) -> None:
+        if frame is not None:
+            self._tx.send_nowait(frame)
+        self._tx.send_nowait(None)
+        await self._written.wait()
+
+    def close(self) -> None:
+        self._tx.close()
+        self._rx.close()
+
+
+async def _cancel_on_disconnect(receive: Receive, call: Call, stream: _LazyStream) -> None:
+    """2026-07-28: a host that closes its response stream cancels the request. Ends when the
+    response completes too (the server then answers receive() with a disconnect)."""
+    while (await receive())["type"] != "http.disconnect":
+        pass
+    if not call.done.is_set():
+        stream.disconnected = True
+        call.scope.cancel()
 
 
 async def _json(

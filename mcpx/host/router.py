@@ -5,8 +5,8 @@ from __future__ import annotations
 import logging
 import math
 import time
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Coroutine
+from typing import Any, Protocol
 
 import anyio
 from anyio.abc import TaskGroup
@@ -125,27 +125,36 @@ class HostRouter:
     def start(self, ctx: RequestContext, msg: jsonrpc.Message) -> Call:
         """Run a request detached from its transport; the caller waits on `call.done`."""
         assert self.tg is not None, "router not started"
-        call = Call()
-        rid = msg.id
-        ctx.conn.in_flight[rid] = call.scope
-        self.registry.seen(ctx.conn.record_id)
-
-        async def run() -> None:
-            try:
-                with call.scope:
-                    call.frame = await self.dispatcher.reply(ctx, msg)
-                # A cancelled request gets no reply at all (cancellation.mdx): frame stays None.
-                if call.frame is not None:
-                    emit(ctx.revision, msg.method, call.frame)
-            finally:
-                if ctx.conn.in_flight.get(rid) is call.scope:
-                    del ctx.conn.in_flight[rid]
-                call.done.set()
-                if call.on_done is not None:
-                    call.on_done()
-
-        self.tg.start_soon(run)
+        call = self.prepare(ctx, msg)
+        self.tg.start_soon(self.run, call, ctx, msg)
         return call
+
+    def prepare(self, ctx: RequestContext, msg: jsonrpc.Message) -> Call:
+        """A call about to run (in the caller's task with `run`, or detached with `start`)."""
+        call = Call()
+        ctx.conn.in_flight[msg.id] = call.scope
+        self.registry.seen(ctx.conn.record_id)
+        return call
+
+    async def run(self, call: Call, ctx: RequestContext, msg: jsonrpc.Message) -> None:
+        rid = msg.id
+        try:
+            with call.scope:
+                call.frame = await self.dispatcher.reply(ctx, msg)
+            # A cancelled request gets no reply at all (cancellation.mdx): frame stays None.
+            if call.frame is not None:
+                emit(ctx.revision, msg.method, call.frame)
+        finally:
+            if ctx.conn.in_flight.get(rid) is call.scope:
+                del ctx.conn.in_flight[rid]
+            call.done.set()
+            if call.on_done is not None:
+                call.on_done()
+
+    def spawn(self, fn: Callable[..., Coroutine[Any, Any, None]], *args: object) -> None:
+        """Run `fn(*args)` under the daemon's task group (outliving the request that asked)."""
+        assert self.tg is not None, "router not started"
+        self.tg.start_soon(fn, *args)
 
     def cancel(self, conn: HostConnection, params: dict[str, Any]) -> None:
         scope = conn.in_flight.get(params.get("requestId"))
@@ -168,7 +177,11 @@ def emit(revision: str | None, method: str | None, frame: dict[str, Any]) -> dic
     return frame
 
 
-def notifier(revision: str, sink: MemoryObjectSendStream[StreamItem]) -> Send:
+class FrameSink(Protocol):
+    def send_nowait(self, item: StreamItem, /) -> None: ...
+
+
+def notifier(revision: str, sink: FrameSink) -> Send:
     """A request-scoped notification sender that records each frame and never blocks the upstream."""
 
     async def send(msg: dict[str, Any]) -> None:

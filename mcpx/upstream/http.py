@@ -127,9 +127,12 @@ class HttpTransport:
         if self.closed.is_set() or self._tg is None:
             raise ConnectionError("transport closed")
         if "method" in msg and "id" in msg:
+            # The exchange runs in the caller's task (no task per request): its reply is fed
+            # before send returns. Cancelling the caller leaves the response, which is how a
+            # 2026-07-28 client cancels; abort() does the same from elsewhere.
             scope = anyio.CancelScope()
             self._streams[msg["id"]] = scope
-            self._tg.start_soon(self._exchange, msg, scope)
+            await self._exchange(msg, scope)
         else:
             # Notifications and our replies to server requests: a POST answered 202.
             await self._post_simple(msg)

@@ -249,14 +249,15 @@ class UpstreamSession:
             if on_sent is not None:
                 await on_sent(rid)
             try:
-                out = jsonrpc.request(rid, method, params)
-                if sink is not None:
-                    sink("upstream", "out", out)
-                await self.transport.send(out)
-            except ConnectionError as exc:
-                raise UpstreamUnavailable(f"upstream {self.name!r} is not reachable: {exc}") from None
-            try:
+                # The timeout covers the send too: an HTTP transport's send is the whole exchange.
                 with anyio.fail_after(timeout):
+                    try:
+                        out = jsonrpc.request(rid, method, params)
+                        if sink is not None:
+                            sink("upstream", "out", out)
+                        await self.transport.send(out)
+                    except ConnectionError as exc:
+                        raise UpstreamUnavailable(f"upstream {self.name!r} is not reachable: {exc}") from None
                     await slot.done.wait()
             except TimeoutError:
                 await self._cancel_upstream(rid, "timed out")
