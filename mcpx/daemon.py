@@ -36,6 +36,8 @@ from .host.router import HostRouter
 from .host.shim_endpoint import ShimEndpoint
 from .host.subscriptions import Hub
 from .operations import Operations
+from .store import Store
+from .store.postgres import PostgresStore
 from .store.sqlite import SqliteStore
 from .tasks.active import ActiveTasks
 from .tasks.engine import TaskEngine
@@ -66,7 +68,11 @@ class Daemon:
         )
         self.hub = Hub()
         self.bus = EventBus()
-        store = SqliteStore(state_dir / "mcpx.db", on_commit=self.bus.publish)
+        store: Store
+        if config.store.url:
+            store = PostgresStore(config.store.url, on_commit=self.bus.publish)
+        else:
+            store = SqliteStore(state_dir / "mcpx.db", on_commit=self.bus.publish)
         f = config.frames
         frame_log = FrameLog(f.maxTasks, f.perTask, f.maxFrameBytes, f.budgetBytes)
         self.engine = TaskEngine(store, events_cap=config.events.maxRows, frames=frame_log)
