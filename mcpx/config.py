@@ -228,6 +228,17 @@ class StoreConfig(_Strict):
         description="A PostgreSQL URL (`postgresql://user@host:port/db`) to share one task space between"
         " several daemons (docs/scale-out.md); unset: the SQLite file in the state folder.",
     )
+    instance: str | None = Field(
+        None,
+        pattern=r"^[A-Za-z0-9_-]{1,40}$",
+        description="This daemon's name among those sharing `url`; unset: one made once and kept in the state folder.",
+    )
+    leaseMs: int = Field(
+        10_000,
+        ge=300,
+        description="With `url`: how long a daemon's lease lasts (renewed every third of it); when it runs out,"
+        " a survivor takes over its unfinished tasks.",
+    )
 
 
 class AuthToken(_Strict):

@@ -8,6 +8,8 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import re
+import secrets
 import signal
 import socket
 import time
@@ -48,6 +50,19 @@ log = logging.getLogger("mcpx.daemon")
 GRACEFUL_S = 3
 
 
+def _instance_id(state_dir: Path) -> str:
+    """This daemon's name on a shared store, kept in its state folder: a restarted daemon is the same
+    instance, so it carries on its own tasks at once instead of waiting for its old lease to run out."""
+    path = state_dir / "instance"
+    if path.exists():
+        return path.read_text().strip()
+    state_dir.mkdir(parents=True, exist_ok=True)
+    name = f"{socket.gethostname()[:24]}-{secrets.token_hex(4)}"
+    name = re.sub(r"[^A-Za-z0-9_-]", "-", name)
+    path.write_text(name + "\n")
+    return name
+
+
 class _Server(uvicorn.Server):
     """uvicorn without its own signal handlers: the daemon owns SIGINT/SIGTERM and shutdown order."""
 
@@ -69,8 +84,10 @@ class Daemon:
         self.hub = Hub()
         self.bus = EventBus()
         store: Store
+        self.instance: str | None = None
         if config.store.url:
-            store = PostgresStore(config.store.url, on_commit=self.bus.publish)
+            self.instance = config.store.instance or _instance_id(state_dir)
+            store = PostgresStore(config.store.url, on_commit=self.bus.publish, instance=self.instance)
         else:
             store = SqliteStore(state_dir / "mcpx.db", on_commit=self.bus.publish)
         f = config.frames
@@ -78,6 +95,8 @@ class Daemon:
         self.engine = TaskEngine(store, events_cap=config.events.maxRows, frames=frame_log)
         self.engine.active = ActiveTasks(config.tasks.maxActivePerOwner, config.tasks.maxActive)
         self.engine.pacer.floor_ms = config.tasks.pollFloorMs
+        if config.store.url:
+            self.engine.lease_ms = config.store.leaseMs
         self.registry = ConnectionRegistry(store, config.connections.idleCloseS)
         q = config.questions
         self.broker = Broker(
@@ -168,6 +187,7 @@ class Daemon:
                 for s in self.bus.subscribers
             ],
             "lastSeq": await self.engine.store.last_seq(),
+            "instance": self.instance,
             "frames": self.engine.frames.usage(),
         }
 

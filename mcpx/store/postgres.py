@@ -28,7 +28,7 @@ from ..events import StoredEvent
 from ..questions import Question, QuestionStatus
 from ..tasks.model import TERMINAL, Task
 from . import codec
-from .base import Snapshot, StoreError, TaskQuery
+from .base import Claim, Snapshot, StoreError, TaskQuery
 from .queue import QueuedWrites, Write, WriteQueue, WriteSql
 from .sql import EVENT_COLS, TASK_COLS, Params, event_page, owner_page, question_page, task_page
 from .sqlite import now_ms
@@ -88,7 +88,7 @@ _WRITES = WriteSql(
     put_task=f"INSERT INTO tasks ({TASK_COLS}, instance) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14)"
     " ON CONFLICT (id) DO UPDATE SET status = $2, created_ms = $3, updated_ms = $4, ttl_ms = $5,"
     " expires_ms = $6, poll_ms = $7, owner = $8, upstream = $9, tool = $10, era = $11, connection = $12,"
-    " body = $13, instance = $14",
+    " body = $13",  # not the instance: a row changes owner only by a claim (claim_open)
     delete_task_events="DELETE FROM events WHERE task_id = $1",
     delete_task="DELETE FROM tasks WHERE id = $1",
     put_question="INSERT INTO questions (id, body, status, created_ms, task_id) VALUES ($1,$2,$3,$4,$5)"
@@ -110,6 +110,11 @@ _INSERT_EVENTS = (
 )
 
 
+def owner_channel(instance: str) -> str:
+    """The channel a daemon listens on for what others forward to it."""
+    return f"mcpx_i_{instance}"
+
+
 class PostgresStore(QueuedWrites):
     def __init__(
         self,
@@ -126,6 +131,7 @@ class PostgresStore(QueuedWrites):
         self._listener: asyncpg.Connection | None = None
         self._queue = WriteQueue()
         self._sql = _WRITES
+        self.on_forward: Callable[[str, str], None] | None = None
         self._published = 0  # the last sequence handed to on_commit
         self._tail = anyio.Lock()  # one publisher at a time, so on_commit sees sequences in order
         self._heard = anyio.Event()  # set by a NOTIFY on EVENTS_CHANNEL
@@ -142,6 +148,8 @@ class PostgresStore(QueuedWrites):
             await self.close()
             raise StoreError(f"cannot open the PostgreSQL store: {exc}") from exc
         await self._listener.add_listener(EVENTS_CHANNEL, self._on_events_notice)
+        if self.instance is not None:
+            await self._listener.add_listener(owner_channel(self.instance), self._on_forward_notice)
         # The newest visible row, not the identity's counter: a value another daemon drew is not
         # committed yet, and that event must still be published when its NOTIFY comes.
         self._published = int(await self._pool().fetchval("SELECT COALESCE(MAX(seq), 0) FROM events"))
@@ -180,6 +188,55 @@ class PostgresStore(QueuedWrites):
     ) -> None:
         self._heard_seq = max(self._heard_seq, int(str(payload)))
         self._heard.set()
+
+    def _on_forward_notice(
+        self, _conn: asyncpg.Connection | asyncpg.pool.PoolConnectionProxy, _pid: int, _channel: str, payload: object
+    ) -> None:
+        action, _, task_id = str(payload).partition(" ")
+        if self.on_forward is not None:
+            self.on_forward(action, task_id)
+
+    # ---- several daemons: leases, claims, forwarding -------------------------------------------
+    async def renew_lease(self, now_ms: int, lease_ms: int) -> None:
+        await self._pool().execute(
+            "INSERT INTO instances (id, started_ms, lease_until_ms) VALUES ($1, $2, $3)"
+            " ON CONFLICT (id) DO UPDATE SET lease_until_ms = $3, stopped_ms = NULL",
+            self.instance,
+            now_ms,
+            now_ms + lease_ms,
+        )
+
+    async def claim_open(self, now_ms: int, *, own: bool) -> list[Claim]:
+        """Unfinished tasks of daemons whose lease ran out become this one's, and with `own` (at
+        start) also those this daemon's previous run left. One conditional UPDATE: survivors
+        claiming together each wait on the rows' locks, then find them owned by the winner."""
+        terminal = sorted(TERMINAL)
+        claims: list[Claim] = []
+        if own:
+            rows = await self._fetch(
+                "UPDATE tasks SET instance = $1 WHERE (instance = $1 OR instance IS NULL)"
+                " AND NOT (status = ANY($2::text[])) RETURNING body",
+                (self.instance, terminal),
+            )
+            claims += [Claim(codec.task_from(r[0])) for r in rows]
+        rows = await self._fetch(
+            "UPDATE tasks AS t SET instance = $1 FROM instances AS i"
+            " WHERE t.instance = i.id AND i.id <> $1 AND i.lease_until_ms < $2"
+            " AND NOT (t.status = ANY($3::text[])) RETURNING t.body, i.id",
+            (self.instance, now_ms, terminal),
+        )
+        return claims + [Claim(codec.task_from(r[0]), lost=r[1]) for r in rows]
+
+    async def forward(self, task_id: str, action: str) -> None:
+        """Tell the daemon that runs the task (when it is another) what was asked of it: ids only
+        on its channel; the rows carry the rest."""
+        await self._pool().execute(
+            "SELECT pg_notify('mcpx_i_' || instance, $2 || ' ' || id) FROM tasks"
+            " WHERE id = $1 AND instance IS NOT NULL AND instance IS DISTINCT FROM $3",
+            task_id,
+            action,
+            self.instance,
+        )
 
     # ---- the writer and the tail -----------------------------------------------------------
     async def run_writer(self) -> None:

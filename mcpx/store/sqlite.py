@@ -24,7 +24,7 @@ from ..events import StoredEvent
 from ..questions import Question, QuestionStatus
 from ..tasks.model import TERMINAL, Task
 from . import codec
-from .base import Snapshot, StoreError, TaskQuery
+from .base import Claim, Snapshot, StoreError, TaskQuery
 from .queue import BATCH_MAX, QueuedWrites, Write, WriteQueue, WriteSql
 from .sql import TASK_COLS, Params, event_page, owner_page, question_page, task_page
 
@@ -94,6 +94,7 @@ class SqliteStore(QueuedWrites):
         self.reader: aiosqlite.Connection | None = None
         self._queue = WriteQueue()
         self._sql = _WRITES
+        self.on_forward: Callable[[str, str], None] | None = None  # one daemon: nothing is forwarded
 
     # ---- lifecycle -----------------------------------------------------------------------
     async def open(self) -> None:
@@ -226,6 +227,16 @@ class SqliteStore(QueuedWrites):
         marks = ",".join("?" * len(TERMINAL))
         rows = await self._all(f"SELECT body FROM tasks WHERE status NOT IN ({marks})", tuple(TERMINAL))
         return [codec.task_from(r[0]) for r in rows]
+
+    # ---- one daemon alone on its file: every open task is its own --------------------------
+    async def renew_lease(self, now_ms: int, lease_ms: int) -> None:
+        return None
+
+    async def claim_open(self, now_ms: int, *, own: bool) -> list[Claim]:
+        return [Claim(task) for task in await self.all_open()] if own else []
+
+    async def forward(self, task_id: str, action: str) -> None:
+        return None
 
     async def expired(self, now_ms: int) -> list[Task]:
         rows = await self._all("SELECT body FROM tasks WHERE expires_ms IS NOT NULL AND expires_ms <= ?", (now_ms,))

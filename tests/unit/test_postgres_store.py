@@ -7,19 +7,20 @@ from __future__ import annotations
 
 import anyio
 import pytest
+from pgcluster import Cluster
 
 from mcpx.events import Event
 from mcpx.store import StoreError
 from mcpx.store.postgres import SCHEMA_VERSION
 
-from .storekit import PostgresSite, opened, task_record
+from .storekit import PostgresSite, Running, opened, task_record
 
 pytestmark = pytest.mark.anyio
 
 
 @pytest.fixture
-def pg_site(pg_cluster: object) -> PostgresSite:
-    return PostgresSite(pg_cluster.database())  # type: ignore[attr-defined]  # a pgcluster.Cluster
+def pg_site(pg_cluster: Cluster) -> PostgresSite:
+    return PostgresSite(pg_cluster.database())
 
 
 def status_event(n: int, by: str) -> Event:
@@ -75,7 +76,7 @@ async def test_every_store_on_one_database_publishes_every_stores_events_once_in
         async with anyio.create_task_group() as tg:
             for name, w in stores.items():
 
-                async def write(name: str = name, w: type[a] = w) -> None:  # type: ignore[valid-type]
+                async def write(name: str = name, w: Running = w) -> None:
                     for n in range(per_store):
                         await w.store.append([status_event(n, name)])
 
