@@ -108,6 +108,7 @@ class Daemon:
             max_pending_per_task=q.maxPendingPerTask,
             max_bytes=q.maxBytes,
         )
+        store.on_forward = self._forwarded
         self.dispatcher = Dispatcher(config, self.pool, self.hub, self.engine, self.broker)
         # Tasks whose upstream call was itself a task resume polling it after a restart.
         self.engine.resume = upstream_tasks.resumer(self.pool, self.engine)
@@ -137,6 +138,13 @@ class Daemon:
         self.phase: DaemonPhase = "starting"
         self.url: str | None = None
         self._server: _Server | None = None
+
+    def _forwarded(self, action: str, task_id: str) -> None:
+        """Another daemon sharing the store acted on a task this one runs (ids only; rows say the rest)."""
+        if action == "cancel":
+            self.engine.stop_work(task_id)
+        elif action.startswith("answer:"):
+            self.engine.spawn(self.broker.take_stored_answer, action.removeprefix("answer:"))
 
     async def _on_change(self, server: UpstreamServer, kinds: tuple[str, ...]) -> None:
         await self.hub.list_changed(kinds)

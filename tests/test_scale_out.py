@@ -5,6 +5,7 @@ SIGKILLed, a survivor takes its tasks over within the lease and its cut plain ca
 
 from __future__ import annotations
 
+import json
 import random
 import signal
 import time
@@ -12,10 +13,22 @@ from pathlib import Path
 from typing import Any
 
 import pgcluster
-from harness import Daemon, FeedClient, RawHost, read_jsonl, stdio_server, wait_until
+from harness import (
+    Api,
+    Daemon,
+    FeedClient,
+    RawHost,
+    conformance_server,
+    operator_attached,
+    read_jsonl,
+    reply_of,
+    stdio_server,
+    wait_until,
+)
 
 EXT = {"io.modelcontextprotocol/clientCapabilities": {"extensions": {"io.modelcontextprotocol/tasks": {}}}}
 LEASE_MS = 1000
+CONTENT = {"username": "ada", "email": "ada@example.com"}
 NAMES = ("a", "b", "c")
 
 
@@ -95,3 +108,38 @@ def test_three_instances_share_tasks_forward_cancels_feed_every_event_and_take_o
     for tid in made:  # no task id vanished with a
         assert _get(hosts["b"], tid)["status"] == made[tid]
     feed.close()
+
+
+def test_an_operator_on_one_instance_answers_a_question_raised_in_a_task_another_runs(
+    start_daemon: Any, raw_host: Any, pg_cluster: pgcluster.Cluster
+) -> None:
+    url = pg_cluster.database()
+    a, b = (
+        start_daemon(
+            {
+                "mcpServers": {"up": conformance_server(also_tasks=("test_tool_with_task",))},
+                "tasks": {"taskAfterMs": 200},
+                "store": {"url": url, "instance": name, "leaseMs": LEASE_MS},
+            },
+            name=f"q-{name}",
+        )
+        for name in ("a", "b")
+    )
+    host = raw_host(b.url)
+    host.initialize()
+    watcher = operator_attached(b, "olga")  # b's broker waits for an operator; the answer comes from a
+    feed_a = FeedClient(a, kinds=["question.opened"])
+    try:
+        args = {"name": "test_elicitation", "arguments": {"message": "Across instances?"}, "task": {}}
+        tid = host.legacy("tools/call", args).json()["result"]["task"]["taskId"]
+        [opened] = wait_until(lambda: feed_a.events("question.opened"), 15, "a's feed to show b's question")
+        assert opened["taskId"] == tid
+        with Api(a) as api:
+            taken = api.answer(opened["questionId"], "accept", by="olga", content=CONTENT)
+            assert taken.status_code == 200, taken.text
+            assert api.answer(opened["questionId"], "decline", by="late").status_code == 409
+        result = reply_of(host.legacy("tasks/result", {"taskId": tid}))["result"]
+        assert result["content"][0]["text"] == f"User response: action=accept, content={json.dumps(CONTENT)}"
+    finally:
+        watcher.close()
+        feed_a.close()

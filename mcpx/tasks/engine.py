@@ -148,7 +148,6 @@ class TaskEngine:
         if self.lease_ms is not None:  # alive in `instances` before taking anything over
             await self.store.renew_lease(now_ms(), self.lease_ms)
         await self._settle(await self.store.claim_open(now_ms(), own=True))
-        self.store.on_forward = self._forwarded
         tg.start_soon(self._expire_loop)
         if self.lease_ms is not None:
             tg.start_soon(self._lease_loop, self.lease_ms)
@@ -187,11 +186,6 @@ class TaskEngine:
                 if self._closing.is_set():
                     return
                 log.warning("lease renewal or take-over failed: %s", str(exc) or type(exc).__name__)
-
-    def _forwarded(self, action: str, task_id: str) -> None:
-        """Another daemon changed a task this one runs: a cancel stops the work here."""
-        if action == "cancel":
-            self.stop_work(task_id)
 
     def spawn(self, fn: Callable[..., Coroutine[Any, Any, None]], *args: object) -> None:
         """Run `fn(*args)` in the background under the daemon's task group."""
