@@ -238,7 +238,9 @@ class Broker:
             stored = await self.store.get_question(qid)
             if stored is None:
                 raise UnknownQuestion(qid)
-            raise NotOpen(f"question {qid} is already {stored.status}")
+            if stored.status != "open" or stored.task_id is None:
+                raise NotOpen(f"question {qid} is already {stored.status}")
+            return await self._answer_for_another_daemon(stored, action, content, result, by)
         out = operator_answer(waiting.question, action, content, result)
         if isinstance(out, tuple):
             code, message = out
@@ -249,6 +251,42 @@ class Broker:
         elif not await self.answer(qid, out, by):
             raise NotOpen(f"question {qid} was answered meanwhile")
         return waiting.question
+
+    async def _answer_for_another_daemon(
+        self, q: Question, action: Action, content: object, result: object, by: str
+    ) -> Question:
+        """A question open on another daemon that shares the store (its task runs there): the answer
+        is written to its row here, and the daemon running the task is told its id, reads the row
+        and hands the upstream exactly that answer (take_stored_answer)."""
+        assert q.task_id is not None
+        out = operator_answer(q, action, content, result)
+        if isinstance(out, tuple):
+            code, message = out
+            await self._settle(q, None, {"code": code, "message": message}, by, action=action)
+        else:
+            await self._settle(q, out, None, by)
+        await self.store.forward(q.task_id, f"answer:{q.id}")
+        return q
+
+    async def take_stored_answer(self, qid: str) -> None:
+        """Another daemon answered a question asked here (its row says how): the asker gets that."""
+        waiting = self._open.get(qid)
+        if waiting is None or waiting.question.status != "open":
+            return
+        stored = await self.store.get_question(qid)
+        if stored is None or stored.status != "answered":
+            return
+        q = waiting.question
+        q.status, q.answered_by, q.answer, q.error, q.closed_ms = (
+            stored.status,
+            stored.answered_by,
+            stored.answer,
+            stored.error,
+            stored.closed_ms,
+        )
+        if stored.error is not None:
+            waiting.error = UpstreamError(stored.error)
+        waiting.done.set()
 
     async def _settle(
         self,

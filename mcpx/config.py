@@ -219,6 +219,28 @@ class FramesConfig(_Strict):
     )
 
 
+class StoreConfig(_Strict):
+    """Where tasks, questions, legacy sessions, host connections and the event log are kept."""
+
+    url: str | None = Field(
+        None,
+        pattern=r"^postgres(ql)?://",
+        description="A PostgreSQL URL (`postgresql://user@host:port/db`) to share one task space between"
+        " several daemons (docs/scale-out.md); unset: the SQLite file in the state folder.",
+    )
+    instance: str | None = Field(
+        None,
+        pattern=r"^[A-Za-z0-9_-]{1,40}$",
+        description="This daemon's name among those sharing `url`; unset: one made once and kept in the state folder.",
+    )
+    leaseMs: int = Field(
+        10_000,
+        ge=300,
+        description="With `url`: how long a daemon's lease lasts (renewed every third of it); when it runs out,"
+        " a survivor takes over its unfinished tasks.",
+    )
+
+
 class AuthToken(_Strict):
     principal: str = Field(description="Name of the host principal this token identifies.")
     token: str | None = Field(
@@ -265,6 +287,7 @@ class Config(BaseModel):
     connections: ConnectionsConfig = Field(default_factory=ConnectionsConfig, description="The connection registry.")
     events: EventsConfig = Field(default_factory=EventsConfig, description="The event log.")
     frames: FramesConfig = Field(default_factory=FramesConfig, description="The raw frames kept per task, in memory.")
+    store: StoreConfig = Field(default_factory=StoreConfig, description="Where the durable state is kept.")
     keepers: KeepersConfig = Field(
         default_factory=KeepersConfig, description="Keeper processes that keep stdio upstreams across restarts."
     )

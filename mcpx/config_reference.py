@@ -21,6 +21,7 @@ from .config import (
     McpxServerOptions,
     QuestionsConfig,
     ServerConfig,
+    StoreConfig,
     TasksConfig,
     ToolOverride,
 )
@@ -37,6 +38,7 @@ SECTIONS: list[tuple[str, type[BaseModel]]] = [
     ("`events`", EventsConfig),
     ("`frames`", FramesConfig),
     ("`keepers`", KeepersConfig),
+    ("`store`", StoreConfig),
     ("`auth`", AuthConfig),
     ("`auth.tokens[]`", AuthToken),
 ]

@@ -8,6 +8,8 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import re
+import secrets
 import signal
 import socket
 import time
@@ -36,6 +38,8 @@ from .host.router import HostRouter
 from .host.shim_endpoint import ShimEndpoint
 from .host.subscriptions import Hub
 from .operations import Operations
+from .store import Store
+from .store.postgres import PostgresStore
 from .store.sqlite import SqliteStore
 from .tasks.active import ActiveTasks
 from .tasks.engine import TaskEngine
@@ -44,6 +48,19 @@ from .upstream.pool import UpstreamPool, UpstreamServer
 
 log = logging.getLogger("mcpx.daemon")
 GRACEFUL_S = 3
+
+
+def _instance_id(state_dir: Path) -> str:
+    """This daemon's name on a shared store, kept in its state folder: a restarted daemon is the same
+    instance, so it carries on its own tasks at once instead of waiting for its old lease to run out."""
+    path = state_dir / "instance"
+    if path.exists():
+        return path.read_text().strip()
+    state_dir.mkdir(parents=True, exist_ok=True)
+    name = f"{socket.gethostname()[:24]}-{secrets.token_hex(4)}"
+    name = re.sub(r"[^A-Za-z0-9_-]", "-", name)
+    path.write_text(name + "\n")
+    return name
 
 
 class _Server(uvicorn.Server):
@@ -66,12 +83,20 @@ class Daemon:
         )
         self.hub = Hub()
         self.bus = EventBus()
-        store = SqliteStore(state_dir / "mcpx.db", on_commit=self.bus.publish)
+        store: Store
+        self.instance: str | None = None
+        if config.store.url:
+            self.instance = config.store.instance or _instance_id(state_dir)
+            store = PostgresStore(config.store.url, on_commit=self.bus.publish, instance=self.instance)
+        else:
+            store = SqliteStore(state_dir / "mcpx.db", on_commit=self.bus.publish)
         f = config.frames
         frame_log = FrameLog(f.maxTasks, f.perTask, f.maxFrameBytes, f.budgetBytes)
         self.engine = TaskEngine(store, events_cap=config.events.maxRows, frames=frame_log)
         self.engine.active = ActiveTasks(config.tasks.maxActivePerOwner, config.tasks.maxActive)
         self.engine.pacer.floor_ms = config.tasks.pollFloorMs
+        if config.store.url:
+            self.engine.lease_ms = config.store.leaseMs
         self.registry = ConnectionRegistry(store, config.connections.idleCloseS)
         q = config.questions
         self.broker = Broker(
@@ -83,6 +108,7 @@ class Daemon:
             max_pending_per_task=q.maxPendingPerTask,
             max_bytes=q.maxBytes,
         )
+        store.on_forward = self._forwarded
         self.dispatcher = Dispatcher(config, self.pool, self.hub, self.engine, self.broker)
         # Tasks whose upstream call was itself a task resume polling it after a restart.
         self.engine.resume = upstream_tasks.resumer(self.pool, self.engine)
@@ -112,6 +138,13 @@ class Daemon:
         self.phase: DaemonPhase = "starting"
         self.url: str | None = None
         self._server: _Server | None = None
+
+    def _forwarded(self, action: str, task_id: str) -> None:
+        """Another daemon sharing the store acted on a task this one runs (ids only; rows say the rest)."""
+        if action == "cancel":
+            self.engine.stop_work(task_id)
+        elif action.startswith("answer:"):
+            self.engine.spawn(self.broker.take_stored_answer, action.removeprefix("answer:"))
 
     async def _on_change(self, server: UpstreamServer, kinds: tuple[str, ...]) -> None:
         await self.hub.list_changed(kinds)
@@ -162,6 +195,7 @@ class Daemon:
                 for s in self.bus.subscribers
             ],
             "lastSeq": await self.engine.store.last_seq(),
+            "instance": self.instance,
             "frames": self.engine.frames.usage(),
         }
 

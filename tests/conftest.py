@@ -11,7 +11,18 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
+import pgcluster
 from harness import OPEN_CLIENTS, Daemon, FixtureHttp, RawHost
+
+
+@pytest.fixture(scope="session")
+def pg_cluster() -> Iterator[pgcluster.Cluster]:
+    """One throwaway PostgreSQL cluster for the whole run (about a second to start), on a free
+    127.0.0.1 port; each test takes a fresh database of it. Stopped and removed at the end."""
+    if not pgcluster.available():
+        pytest.skip("PostgreSQL (initdb, pg_ctl and a postgres user) is not installed")
+    with pgcluster.running() as cluster:
+        yield cluster
 
 
 @pytest.fixture(autouse=True)

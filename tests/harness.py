@@ -120,8 +120,26 @@ def conformance_server(*args: str, also_tasks: tuple[str, ...] = ()) -> dict[str
     }
 
 
+_SUITE_CLUSTER: list[Any] = []  # the one cluster MCPX_TEST_STORE=postgres starts for the whole run
+
+
+def _suite_database() -> str:
+    """A fresh database on a cluster started once for the run (stopped at exit)."""
+    import atexit
+
+    import pgcluster
+
+    if not _SUITE_CLUSTER:
+        running = pgcluster.running()
+        _SUITE_CLUSTER.append(running.__enter__())
+        atexit.register(running.__exit__, None, None, None)
+    return str(_SUITE_CLUSTER[0].database())
+
+
 class Daemon:
-    """`mcpx daemon` as a real process on 127.0.0.1 with its own state folder."""
+    """`mcpx daemon` as a real process on 127.0.0.1 with its own state folder. With the environment
+    variable MCPX_TEST_STORE=postgres, every daemon a test starts without a `store` of its own keeps
+    its state in a fresh PostgreSQL database instead (the whole live suite on the shared store)."""
 
     def __init__(
         self, tmp: Path, config: dict[str, Any] | None, *, extra_args: list[str] | None = None, name: str = "daemon"
@@ -129,7 +147,10 @@ class Daemon:
         self.tmp = tmp
         self.state_dir = tmp / f"{name}-state"
         self.config_path = tmp / f"{name}-config.json"
-        self.config_path.write_text(json.dumps(config or {"mcpServers": {}}))
+        config = dict(config or {"mcpServers": {}})
+        if os.environ.get("MCPX_TEST_STORE") == "postgres" and "store" not in config:
+            config["store"] = {"url": _suite_database()}
+        self.config_path.write_text(json.dumps(config))
         self.wire_log = tmp / f"{name}-wire.jsonl"
         self.stderr_path = tmp / f"{name}.stderr"
         self.extra_args = extra_args or []

@@ -69,6 +69,7 @@ class Status(BaseModel):
     operators: list[str] = Field(description="Operators attached to the event feed (who answers questions).")
     subscribers: list[Subscriber] = Field(description="Feed subscribers: how far behind each is.")
     lastSeq: int = Field(description="The newest event's sequence number.")
+    instance: str | None = Field(None, description="This daemon's name among those sharing a PostgreSQL store.")
     frames: FrameUsage = Field(description="The in-memory frame log (`frames` in the config): how full it is.")
 
 

@@ -2,6 +2,6 @@
 
 from __future__ import annotations
 
-from .base import Snapshot, Store, StoreError, TaskQuery
+from .base import Claim, Snapshot, Store, StoreError, TaskQuery
 
-__all__ = ["Snapshot", "Store", "StoreError", "TaskQuery"]
+__all__ = ["Claim", "Snapshot", "Store", "StoreError", "TaskQuery"]

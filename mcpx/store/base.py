@@ -6,7 +6,7 @@ written in that same transaction and then published on the bus, in sequence orde
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -43,7 +43,19 @@ class Snapshot:
     questions: list[Question] = field(default_factory=list)
 
 
+@dataclass(frozen=True)
+class Claim:
+    """An unfinished task this daemon now answers for: its own from before a restart (`lost` None),
+    or one of a daemon whose lease ran out (`lost` names it)."""
+
+    task: Task
+    lost: str | None = None
+
+
 class Store(Protocol):
+    # Set by the daemon: what another daemon asked of a task this one runs ("cancel", task id).
+    on_forward: Callable[[str, str], None] | None
+
     async def open(self) -> None: ...
     async def run_writer(self) -> None: ...
     async def close(self) -> None: ...
@@ -81,3 +93,8 @@ class Store(Protocol):
     async def first_seq(self) -> int: ...
     async def last_seq(self) -> int: ...
     async def snapshot(self, task_limit: int) -> Snapshot: ...
+
+    # ---- several daemons on one store (PostgreSQL; a SQLite store is one daemon's alone) ----
+    async def renew_lease(self, now_ms: int, lease_ms: int) -> None: ...
+    async def claim_open(self, now_ms: int, *, own: bool) -> list[Claim]: ...
+    async def forward(self, task_id: str, action: str) -> None: ...

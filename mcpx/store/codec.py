@@ -33,6 +33,25 @@ def task_body(task: Task) -> str:
     return dumps(_fields(task, _TASK_NAMES))
 
 
+def task_columns(task: Task) -> tuple[object, ...]:
+    """A task as the columns of its row, in sql.TASK_COLS order (the body last)."""
+    return (
+        task.id,
+        task.status,
+        task.created_ms,
+        task.updated_ms,
+        task.ttl_ms,
+        task.expires_ms(),
+        task.poll_ms,
+        task.owner,
+        task.upstream,
+        task.tool,
+        task.era,
+        task.connection,
+        task_body(task),
+    )
+
+
 def task_from(body: str) -> Task:
     # Fields a newer or older mcpx wrote that this one does not know are left behind.
     data = {k: v for k, v in json.loads(body).items() if k in _TASK_FIELDS}

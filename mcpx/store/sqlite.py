@@ -14,24 +14,24 @@ import os
 import sqlite3
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import aiosqlite
-import anyio
-from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from ..connections import ConnectionRecord
-from ..events import Event, StoredEvent
+from ..events import StoredEvent
 from ..questions import Question, QuestionStatus
 from ..tasks.model import TERMINAL, Task
 from . import codec
-from .base import Snapshot, StoreError, TaskQuery
+from .base import Claim, Snapshot, StoreError, TaskQuery
+from .queue import BATCH_MAX, QueuedWrites, Write, WriteQueue, WriteSql
+from .sql import TASK_COLS, Params, event_page, owner_page, question_page, task_page
+
+__all__ = ["BATCH_MAX", "SqliteStore"]
 
 log = logging.getLogger("mcpx.store")
 
-BATCH_MAX = 256
 SCHEMA_VERSION = 2
 _V1 = """
 CREATE TABLE IF NOT EXISTS tasks (
@@ -65,52 +65,36 @@ CREATE TABLE events (
 );
 CREATE INDEX events_task ON events(task_id, seq);
 """
-_TASK_COLS = (
-    "id, status, created_ms, updated_ms, ttl_ms, expires_ms, poll_ms, owner, upstream, tool, era, connection, body"
-)
-_EVENT_COLS = "seq, ts_ms, kind, task_id, connection_id, question_id, by_, body"
-Op = tuple[str, tuple[Any, ...]]
 
 
 def now_ms() -> int:
     return int(time.time() * 1000)
 
 
-@dataclass
-class _Write:
-    ops: Sequence[Op]
-    events: Sequence[Event]
-    done: anyio.Event = field(default_factory=anyio.Event)
-    error: Exception | None = None
-    stored: list[StoredEvent] = field(default_factory=list)
+_WRITES = WriteSql(
+    put_task=f"INSERT OR REPLACE INTO tasks ({TASK_COLS}) VALUES ({','.join('?' * 13)})",
+    delete_task_events="DELETE FROM events WHERE task_id = ?1",
+    delete_task="DELETE FROM tasks WHERE id = ?1",
+    put_question="INSERT OR REPLACE INTO questions (id, body, status, created_ms, task_id) VALUES (?1,?2,?3,?4,?5)",
+    put_connection="INSERT OR REPLACE INTO connections (id, opened_ms, last_seen_ms, closed_ms, body)"
+    " VALUES (?1,?2,?3,?4,?5)",
+    touch_connection="UPDATE connections SET last_seen_ms = ?1, body = json_set(body, '$.last_seen_ms', ?1)"
+    " WHERE id = ?2 AND closed_ms IS NULL",
+    put_session="INSERT OR REPLACE INTO sessions VALUES (?1, ?2)",
+    delete_session="DELETE FROM sessions WHERE id = ?1",
+    trim_events="DELETE FROM events WHERE seq <= ?1",
+)
 
 
-def _task_row(task: Task) -> tuple[Any, ...]:
-    return (
-        task.id,
-        task.status,
-        task.created_ms,
-        task.updated_ms,
-        task.ttl_ms,
-        task.expires_ms(),
-        task.poll_ms,
-        task.owner,
-        task.upstream,
-        task.tool,
-        task.era,
-        task.connection,
-        codec.task_body(task),
-    )
-
-
-class SqliteStore:
+class SqliteStore(QueuedWrites):
     def __init__(self, path: Path, on_commit: Callable[[list[StoredEvent]], None] | None = None) -> None:
         self.path = path
         self.on_commit = on_commit  # the event bus's publish, called after each commit, in order
         self.db: aiosqlite.Connection | None = None  # the writer's
         self.reader: aiosqlite.Connection | None = None
-        self._send: MemoryObjectSendStream[_Write] | None = None
-        self._recv: MemoryObjectReceiveStream[_Write] | None = None
+        self._queue = WriteQueue()
+        self._sql = _WRITES
+        self.on_forward: Callable[[str, str], None] | None = None  # one daemon: nothing is forwarded
 
     # ---- lifecycle -----------------------------------------------------------------------
     async def open(self) -> None:
@@ -124,7 +108,7 @@ class SqliteStore:
         await self.db.execute("PRAGMA synchronous=NORMAL")  # WAL + NORMAL: durable across process crashes
         await self._migrate(self.db)
         self.reader = await aiosqlite.connect(self.path, isolation_level=None)
-        self._send, self._recv = anyio.create_memory_object_stream[_Write](max_buffer_size=10_000)
+        self._queue.open()
 
     async def _migrate(self, db: aiosqlite.Connection) -> None:
         """Bring the file to SCHEMA_VERSION (PRAGMA user_version), one version step at a time."""
@@ -154,8 +138,7 @@ class SqliteStore:
             raise
 
     async def close(self) -> None:
-        if self._send is not None:
-            self._send.close()
+        self._queue.close()
         for conn in (self.db, self.reader):
             if conn is not None:
                 await conn.close()
@@ -164,19 +147,15 @@ class SqliteStore:
     # ---- the writer ----------------------------------------------------------------------
     async def run_writer(self) -> None:
         """The one writer: drains queued writes, runs them in one transaction, wakes every waiter."""
-        assert self.db is not None and self._recv is not None
-        db, recv = self.db, self._recv
-        async with recv:
-            async for first in recv:
-                batch = [first]
-                while len(batch) < BATCH_MAX:
-                    try:
-                        batch.append(recv.receive_nowait())
-                    except anyio.WouldBlock:
-                        break
-                await self._commit(db, batch)
+        assert self.db is not None
+        db = self.db
 
-    async def _commit(self, db: aiosqlite.Connection, batch: list[_Write]) -> None:
+        async def commit(batch: list[Write]) -> None:
+            await self._commit(db, batch)
+
+        await self._queue.drain(commit)
+
+    async def _commit(self, db: aiosqlite.Connection, batch: list[Write]) -> None:
         published: list[StoredEvent] = []
         try:
             await db.execute("BEGIN")
@@ -216,66 +195,6 @@ class SqliteStore:
         for write in batch:
             write.done.set()
 
-    async def _write(self, ops: Sequence[Op], events: Sequence[Event] = ()) -> list[StoredEvent]:
-        if self._send is None:
-            raise StoreError("the store is not open")
-        write = _Write(ops, events)
-        try:
-            await self._send.send(write)
-        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
-            raise StoreError("the store is closed") from None
-        await write.done.wait()
-        if write.error is not None:
-            raise StoreError(f"store write failed: {write.error}")
-        return write.stored
-
-    # ---- writes --------------------------------------------------------------------------
-    async def put_task(self, task: Task, events: Sequence[Event] = ()) -> list[StoredEvent]:
-        sql = f"INSERT OR REPLACE INTO tasks ({_TASK_COLS}) VALUES ({','.join('?' * 13)})"
-        return await self._write([(sql, _task_row(task))], events)
-
-    async def delete_task(self, task_id: str, events: Sequence[Event] = ()) -> list[StoredEvent]:
-        """The row and its events go together (retention); `events` (task.expired) come after."""
-        ops: list[Op] = [
-            ("DELETE FROM events WHERE task_id = ?", (task_id,)),
-            ("DELETE FROM tasks WHERE id = ?", (task_id,)),
-        ]
-        return await self._write(ops, events)
-
-    async def put_question(self, question: Question, events: Sequence[Event] = ()) -> list[StoredEvent]:
-        sql = "INSERT OR REPLACE INTO questions (id, body, status, created_ms, task_id) VALUES (?,?,?,?,?)"
-        args = (question.id, codec.question_body(question), question.status, question.created_ms, question.task_id)
-        return await self._write([(sql, args)], events)
-
-    async def put_connection(self, record: ConnectionRecord, events: Sequence[Event] = ()) -> list[StoredEvent]:
-        sql = "INSERT OR REPLACE INTO connections (id, opened_ms, last_seen_ms, closed_ms, body) VALUES (?,?,?,?,?)"
-        args = (record.id, record.opened_ms, record.last_seen_ms, record.closed_ms, codec.connection_body(record))
-        return await self._write([(sql, args)], events)
-
-    async def append(self, events: Sequence[Event]) -> list[StoredEvent]:
-        return await self._write([], events)
-
-    async def touch_connections(self, last_seen: dict[str, int]) -> None:
-        sql = (
-            "UPDATE connections SET last_seen_ms = ?,"
-            " body = json_set(body, '$.last_seen_ms', ?) WHERE id = ? AND closed_ms IS NULL"
-        )
-        await self._write([(sql, (ms, ms, record_id)) for record_id, ms in last_seen.items()])
-
-    async def put_session(self, session_id: str, body: dict[str, Any]) -> None:
-        await self._write([("INSERT OR REPLACE INTO sessions VALUES (?, ?)", (session_id, codec.dumps(body)))])
-
-    async def delete_session(self, session_id: str) -> None:
-        await self._write([("DELETE FROM sessions WHERE id = ?", (session_id,))])
-
-    async def trim_events(self, keep: int) -> int:
-        """Drop the oldest events beyond the newest `keep` (the table's cap)."""
-        last = await self.last_seq()
-        if last - keep <= 0 or await self.first_seq() > last - keep:
-            return 0
-        await self._write([("DELETE FROM events WHERE seq <= ?", (last - keep,))])
-        return last - keep
-
     # ---- reads ---------------------------------------------------------------------------
     def _r(self) -> aiosqlite.Connection:
         if self.reader is None:
@@ -300,54 +219,33 @@ class SqliteStore:
         """One owner's tasks in (created_ms, id) order, after the cursor `after`. With `now_ms`, rows
         past their TTL are left out in SQL, before the LIMIT, so a page is never short while live
         tasks follow (the caller asks for one row more than a page to decide on a next cursor)."""
-        where = ["owner = ?"]
-        args: list[object] = [owner]
-        if after is not None:
-            where.append("(created_ms, id) > (?, ?)")
-            args += [after[0], after[1]]
-        if now_ms is not None:
-            where.append("(expires_ms IS NULL OR expires_ms > ?)")
-            args.append(now_ms)
-        sql = f"SELECT body FROM tasks WHERE {' AND '.join(where)} ORDER BY created_ms, id LIMIT ?"
-        return [codec.task_from(r[0]) for r in await self._all(sql, (*args, limit))]
+        p = Params(numbered=False)
+        sql = owner_page(p, owner, after, limit, now_ms)
+        return [codec.task_from(r[0]) for r in await self._all(sql, p.values)]
 
     async def all_open(self) -> list[Task]:
         marks = ",".join("?" * len(TERMINAL))
         rows = await self._all(f"SELECT body FROM tasks WHERE status NOT IN ({marks})", tuple(TERMINAL))
         return [codec.task_from(r[0]) for r in rows]
 
+    # ---- one daemon alone on its file: every open task is its own --------------------------
+    async def renew_lease(self, now_ms: int, lease_ms: int) -> None:
+        return None
+
+    async def claim_open(self, now_ms: int, *, own: bool) -> list[Claim]:
+        return [Claim(task) for task in await self.all_open()] if own else []
+
+    async def forward(self, task_id: str, action: str) -> None:
+        return None
+
     async def expired(self, now_ms: int) -> list[Task]:
         rows = await self._all("SELECT body FROM tasks WHERE expires_ms IS NOT NULL AND expires_ms <= ?", (now_ms,))
         return [codec.task_from(r[0]) for r in rows]
 
     async def tasks(self, query: TaskQuery) -> list[Task]:
-        where: list[str] = []
-        args: list[object] = []
-        if query.connection is not None:
-            where.append("connection = ?")
-            args.append(query.connection)
-        if query.statuses:
-            where.append(f"status IN ({','.join('?' * len(query.statuses))})")
-            args += sorted(query.statuses)
-        if query.tool is not None:
-            where.append("tool = ?")
-            args.append(query.tool)
-        if query.text:
-            like = "%" + query.text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
-            where.append(
-                "(id LIKE ? ESCAPE '\\' OR tool LIKE ? ESCAPE '\\' OR upstream LIKE ? ESCAPE '\\'"
-                " OR json_extract(body, '$.status_message') LIKE ? ESCAPE '\\')"
-            )
-            args += [like] * 4
-        if query.before is not None:
-            where.append("(created_ms, id) < (?, ?)")
-            args += [query.before[0], query.before[1]]
-        if query.now_ms is not None:
-            where.append("(expires_ms IS NULL OR expires_ms > ?)")
-            args.append(query.now_ms)
-        clause = f"WHERE {' AND '.join(where)}" if where else ""
-        sql = f"SELECT body FROM tasks {clause} ORDER BY created_ms DESC, id DESC LIMIT ?"
-        return [codec.task_from(r[0]) for r in await self._all(sql, (*args, query.limit))]
+        p = Params(numbered=False)
+        sql = task_page(p, query, "json_extract(body, '$.status_message')")
+        return [codec.task_from(r[0]) for r in await self._all(sql, p.values)]
 
     async def task_counts(self) -> dict[str, dict[str, int]]:
         counts: dict[str, dict[str, int]] = {}
@@ -371,19 +269,9 @@ class SqliteStore:
     async def questions(
         self, statuses: frozenset[QuestionStatus] = frozenset(), task_id: str | None = None, limit: int = 200
     ) -> list[Question]:
-        where: list[str] = []
-        args: list[object] = []
-        if statuses:
-            where.append(f"status IN ({','.join('?' * len(statuses))})")
-            args += sorted(statuses)
-        if task_id is not None:
-            where.append("task_id = ?")
-            args.append(task_id)
-        clause = f"WHERE {' AND '.join(where)}" if where else ""
-        rows = await self._all(
-            f"SELECT body FROM questions {clause} ORDER BY created_ms DESC, rowid DESC LIMIT ?", (*args, limit)
-        )
-        return [codec.question_from(r[0]) for r in rows]
+        p = Params(numbered=False)
+        sql = question_page(p, statuses, task_id, limit, "rowid")
+        return [codec.question_from(r[0]) for r in await self._all(sql, p.values)]
 
     async def connections(self, open_only: bool = False) -> list[ConnectionRecord]:
         clause = "WHERE closed_ms IS NULL" if open_only else ""
@@ -397,16 +285,9 @@ class SqliteStore:
     async def events_since(
         self, seq: int, limit: int, *, task_id: str | None = None, kinds: frozenset[str] = frozenset()
     ) -> list[StoredEvent]:
-        where = ["seq > ?"]
-        args: list[object] = [seq]
-        if task_id is not None:
-            where.append("task_id = ?")
-            args.append(task_id)
-        if kinds:
-            where.append(f"kind IN ({','.join('?' * len(kinds))})")
-            args += sorted(kinds)
-        sql = f"SELECT {_EVENT_COLS} FROM events WHERE {' AND '.join(where)} ORDER BY seq LIMIT ?"
-        return [codec.event_from(*r) for r in await self._all(sql, (*args, limit))]
+        p = Params(numbered=False)
+        sql = event_page(p, seq, limit, task_id, kinds)
+        return [codec.event_from(*r) for r in await self._all(sql, p.values)]
 
     async def first_seq(self) -> int:
         rows = await self._all("SELECT MIN(seq) FROM events")

@@ -24,7 +24,7 @@ from ..events import Event
 from ..frames import Frame, FrameLog
 from ..protocol.errors import INTERNAL_ERROR, McpError, UpstreamError
 from ..protocol.revisions import Era
-from ..store import Store, StoreError
+from ..store import Claim, Store, StoreError
 from . import changes
 from .active import ActiveTasks
 from .inputs import TaskInputs
@@ -53,6 +53,7 @@ EXPIRY_EVERY_S = 1.0
 TRIM_EVERY = 60  # expiry sweeps between two trims of the events table
 CLOSE_GRACE_S = 2.0  # how long close() lets cancelled runs finish their clean-up
 RESTARTED = "the mcpx daemon restarted while this call was running; its result is lost"
+LOST = "the mcpx instance {instance} was lost while this call was running; its result is lost"
 # A task handle waits this long at most for its call to reach the upstream durably (Run.anchored):
 # usually a millisecond or two; a slow upstream only delays the handle by this much.
 ANCHOR_WAIT_S = 1.0
@@ -122,6 +123,7 @@ class TaskEngine:
         self.on_change: OnChange | None = None
         self.resume: Resume | None = None
         self.reclaim: Resume | None = None  # a plain call to a kept server: collect its reply
+        self.lease_ms: int | None = None  # set when daemons share the store: renew and take over
         self._closing = anyio.Event()  # set by close(): upstream tasks are left running, to be resumed
         self._scopes: dict[str, anyio.CancelScope] = {}
         self._runs: set[Run] = set()
@@ -143,23 +145,47 @@ class TaskEngine:
         await self.store.open()
         self.tg = tg
         tg.start_soon(self.store.run_writer)
-        for task in await self.store.all_open():
+        if self.lease_ms is not None:  # alive in `instances` before taking anything over
+            await self.store.renew_lease(now_ms(), self.lease_ms)
+        await self._settle(await self.store.claim_open(now_ms(), own=True))
+        tg.start_soon(self._expire_loop)
+        if self.lease_ms is not None:
+            tg.start_soon(self._lease_loop, self.lease_ms)
+
+    async def _settle(self, claims: list[Claim]) -> None:
+        """Carry on the tasks this daemon now answers for (its own after a restart, or a lost
+        daemon's): an upstream task is polled again, a kept call's reply collected; a plain call
+        that was cut fails, saying why."""
+        for claim in claims:
+            task = claim.task
             self.active.track(task)
             if task.upstream_task_id is not None and self.resume is not None:
                 how, follow = "resuming upstream task", self.resume
-            elif task.upstream_request is not None and self.reclaim is not None:
+            elif task.upstream_request is not None and self.reclaim is not None and claim.lost is None:
                 how, follow = "collecting the reply to upstream request", self.reclaim
             else:
-                error = {"code": INTERNAL_ERROR, "message": RESTARTED}
-                log.warning("task %s: failed at start: %s", task.id, RESTARTED)
-                await self._save(task, task.move(FAILED, now_ms(), message=RESTARTED, error=error), by="mcpx")
+                reason = RESTARTED if claim.lost is None else LOST.format(instance=claim.lost)
+                error = {"code": INTERNAL_ERROR, "message": reason}
+                log.warning("task %s: failed at start: %s", task.id, reason)
+                await self._save(task, task.move(FAILED, now_ms(), message=reason, error=error), by="mcpx")
                 continue
             if task.status == INPUT_REQUIRED:  # the previous daemon's questions died with it
                 moved = task.move(WORKING, now_ms())
                 await self._save(task, moved, by="mcpx")
                 task = moved
             self._resume(task, how, follow)
-        tg.start_soon(self._expire_loop)
+
+    async def _lease_loop(self, lease_ms: int) -> None:
+        """Several daemons on one store: renew this one's lease, take over those that ran out."""
+        while not self._closing.is_set():
+            await anyio.sleep(lease_ms / 3000)
+            try:
+                await self.store.renew_lease(now_ms(), lease_ms)
+                await self._settle(await self.store.claim_open(now_ms(), own=False))
+            except Exception as exc:  # noqa: BLE001 - the lease must outlive any one failure and retry
+                if self._closing.is_set():
+                    return
+                log.warning("lease renewal or take-over failed: %s", str(exc) or type(exc).__name__)
 
     def spawn(self, fn: Callable[..., Coroutine[Any, Any, None]], *args: object) -> None:
         """Run `fn(*args)` in the background under the daemon's task group."""
@@ -501,6 +527,7 @@ class TaskEngine:
                 await self.store.append(requested)  # asked, even if too late: the audit log says so
             return None
         self.stop_work(task.id)
+        await self.store.forward(task.id, "cancel")  # the work may be running on another daemon
         return done
 
     def stop_work(self, task_id: str) -> None:

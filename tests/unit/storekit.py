@@ -1,10 +1,13 @@
 """Shared by the unit tests of the store and of what writes through it (engine, broker, connection
-registry): a real SqliteStore on a tmp_path file with its one writer under a task group, task
-records, what `on_commit` published, a bus subscriber to wait on, and a plain sqlite3 view of what
+registry): a real store (SqliteStore on a tmp_path file, or PostgresStore on a fresh database of the
+session's throwaway cluster: a `Site`) with its one writer under a task group, task records, what
+`on_commit` published, a bus subscriber to wait on, and a plain second connection's view of what
 another process would see."""
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
 import contextlib
 import sqlite3
 from collections.abc import AsyncIterator, Callable
@@ -12,10 +15,12 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import asyncpg
 from anyio.abc import TaskGroup
 
 from mcpx.api.event_schemas import DATA
 from mcpx.events import EVENT_KINDS, EventBus, EventFilter, StoredEvent, Subscriber
+from mcpx.store.postgres import PostgresStore
 from mcpx.store.sqlite import SqliteStore
 from mcpx.tasks.model import WORKING, Status, Task, new_task_id
 
@@ -86,7 +91,7 @@ class Running:
     """A store whose one writer runs only once `start()` is called, so a test decides what is queued
     before it drains (the writer takes everything queued at that moment as one batch)."""
 
-    def __init__(self, store: SqliteStore, tg: TaskGroup, published: Published) -> None:
+    def __init__(self, store: SqliteStore | PostgresStore, tg: TaskGroup, published: Published) -> None:
         self.store = store
         self.published = published
         self.tg = tg
@@ -98,10 +103,54 @@ class Running:
             self.tg.start_soon(self.store.run_writer)
 
 
+class SqliteSite:
+    """Where a SQLite store lives: one file."""
+
+    kind = "sqlite"
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def store(self, on_commit: Callable[[list[StoredEvent]], None]) -> SqliteStore:
+        return SqliteStore(self.path, on_commit=on_commit)
+
+    def rows(self, sql: str, args: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+        with contextlib.closing(sqlite3.connect(self.path)) as db:
+            return list(db.execute(sql, args))
+
+
+class PostgresSite:
+    """Where a PostgreSQL store lives: one database of the test cluster."""
+
+    kind = "postgres"
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+
+    def store(self, on_commit: Callable[[list[StoredEvent]], None]) -> PostgresStore:
+        return PostgresStore(self.url, on_commit=on_commit)
+
+    def rows(self, sql: str, args: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+        async def fetch() -> list[tuple[Any, ...]]:
+            conn = await asyncpg.connect(self.url)
+            try:
+                return [tuple(r) for r in await conn.fetch(sql, *args)]
+            finally:
+                await conn.close()
+
+        # Its own thread and loop: a plain blocking call, as another process would make it.
+        with concurrent.futures.ThreadPoolExecutor(1) as pool:
+            return pool.submit(asyncio.run, fetch()).result()
+
+
+Site = SqliteSite | PostgresSite
+
+
 @contextlib.asynccontextmanager
-async def opened(path: Path, *, writer: bool = True, bus: EventBus | None = None) -> AsyncIterator[Running]:
+async def opened(where: Path | Site, *, writer: bool = True, bus: EventBus | None = None) -> AsyncIterator[Running]:
     published = Published(bus)
-    store = SqliteStore(path, on_commit=published)
+    site = SqliteSite(where) if isinstance(where, Path) else where
+    store = site.store(published)
     await store.open()
     async with anyio.create_task_group() as tg:
         running = Running(store, tg, published)
@@ -121,14 +170,13 @@ async def seed(path: Path, *tasks: Task) -> None:
             await w.store.put_task(task)
 
 
-def query(path: Path, sql: str, args: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-    """What another process would see now: a second, plain sqlite3 connection."""
-    with contextlib.closing(sqlite3.connect(path)) as db:
-        return list(db.execute(sql, args))
+def query(where: Path | Site, sql: str, args: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    """What another process would see now: a second, plain connection."""
+    return (SqliteSite(where) if isinstance(where, Path) else where).rows(sql, args)
 
 
-def committed(path: Path, table: str = "tasks") -> set[str]:
-    return {row[0] for row in query(path, f"SELECT id FROM {table}")}  # a test-chosen table name
+def committed(where: Path | Site, table: str = "tasks") -> set[str]:
+    return {row[0] for row in query(where, f"SELECT id FROM {table}")}  # a test-chosen table name
 
 
 def check_event(stored: StoredEvent) -> None:

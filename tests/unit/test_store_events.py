@@ -6,7 +6,6 @@ with its row; `trim_events` keeps the newest; `snapshot` is one consistent momen
 from __future__ import annotations
 
 from dataclasses import replace
-from pathlib import Path
 
 import anyio
 import pytest
@@ -17,7 +16,7 @@ from mcpx.questions import Question
 from mcpx.store import StoreError
 from mcpx.tasks.model import COMPLETED, FAILED, INPUT_REQUIRED, Task
 
-from .storekit import NOW, committed, opened, query, task_record
+from .storekit import NOW, Site, committed, opened, query, task_record
 
 pytestmark = pytest.mark.anyio
 
@@ -33,10 +32,10 @@ def seqs(stored: list[StoredEvent]) -> list[int]:
 # ---- sequence numbers and publication --------------------------------------------------------
 
 
-async def test_each_writes_events_get_consecutive_sequence_numbers_in_commit_order(tmp_path: Path) -> None:
+async def test_each_writes_events_get_consecutive_sequence_numbers_in_commit_order(store_site: Site) -> None:
     tasks = [task_record(created_ms=NOW + i) for i in range(5)]
     returned: dict[str, list[StoredEvent]] = {}
-    async with opened(tmp_path / "mcpx.db", writer=False) as w:
+    async with opened(store_site, writer=False) as w:
         async with anyio.create_task_group() as tg:
 
             async def put(task: Task) -> None:
@@ -55,7 +54,7 @@ async def test_each_writes_events_get_consecutive_sequence_numbers_in_commit_ord
     assert len({e.ts_ms for e in returned[tasks[0].id]}) == 1  # one write, one time
 
 
-async def test_events_read_back_exactly_as_they_were_written(tmp_path: Path) -> None:
+async def test_events_read_back_exactly_as_they_were_written(store_site: Site) -> None:
     event = Event(
         "question.answered",
         {"by": "operator:ann", "action": "accept", "answer": {"content": {"name": "Zoë"}}},
@@ -64,10 +63,10 @@ async def test_events_read_back_exactly_as_they_were_written(tmp_path: Path) -> 
         question_id="q-1",
         by="operator:ann",
     )
-    async with opened(tmp_path / "mcpx.db") as w:
+    async with opened(store_site) as w:
         (written,) = await w.store.append([event])
         assert await w.store.events_since(0, 10) == [written]
-    async with opened(tmp_path / "mcpx.db") as w:
+    async with opened(store_site) as w:
         assert await w.store.events_since(0, 10) == [written]  # durable
     assert written.event == event and written.wire() == {
         "seq": 1,
@@ -82,9 +81,9 @@ async def test_events_read_back_exactly_as_they_were_written(tmp_path: Path) -> 
 
 
 async def test_on_commit_publishes_each_batch_once_after_its_commit_before_any_writer_wakes(
-    tmp_path: Path,
+    store_site: Site,
 ) -> None:
-    db = tmp_path / "mcpx.db"
+    db = store_site
     returned = 0
     checks: list[tuple[int, list[int], int]] = []
     async with opened(db, writer=False) as w:
@@ -110,8 +109,8 @@ async def test_on_commit_publishes_each_batch_once_after_its_commit_before_any_w
     assert seqs(w.published.events) == [1, 2, 3, 4]  # each published exactly once, in order
 
 
-async def test_a_failed_write_publishes_and_stores_no_event_and_leaves_no_gap(tmp_path: Path) -> None:
-    db = tmp_path / "mcpx.db"
+async def test_a_failed_write_publishes_and_stores_no_event_and_leaves_no_gap(store_site: Site) -> None:
+    db = store_site
     bad = task_record()
     async with opened(db, writer=False) as w:
         failures: list[BaseException] = []
@@ -137,9 +136,9 @@ async def test_a_failed_write_publishes_and_stores_no_event_and_leaves_no_gap(tm
     assert w.published.events == stored
 
 
-async def test_events_since_filters_by_task_and_kind_and_pages_by_sequence(tmp_path: Path) -> None:
+async def test_events_since_filters_by_task_and_kind_and_pages_by_sequence(store_site: Site) -> None:
     a, b = task_record(), task_record()
-    async with opened(tmp_path / "mcpx.db") as w:
+    async with opened(store_site) as w:
         await w.store.put_task(a, [ev("task.created", a)])
         await w.store.put_task(b, [ev("task.created", b)])
         await w.store.put_task(replace(a, status=COMPLETED), [ev("task.status", a)])
@@ -153,8 +152,8 @@ async def test_events_since_filters_by_task_and_kind_and_pages_by_sequence(tmp_p
         assert await w.store.first_seq() == 1 and await w.store.last_seq() == 4
 
 
-async def test_an_empty_log_starts_at_sequence_zero(tmp_path: Path) -> None:
-    async with opened(tmp_path / "mcpx.db") as w:
+async def test_an_empty_log_starts_at_sequence_zero(store_site: Site) -> None:
+    async with opened(store_site) as w:
         assert (await w.store.first_seq(), await w.store.last_seq()) == (0, 0)
         assert await w.store.events_since(0, 10) == []
         await w.store.put_task(task_record())  # a write without events publishes nothing
@@ -164,8 +163,8 @@ async def test_an_empty_log_starts_at_sequence_zero(tmp_path: Path) -> None:
 # ---- retention ---------------------------------------------------------------------------------
 
 
-async def test_delete_task_removes_its_events_and_keeps_the_events_it_is_given(tmp_path: Path) -> None:
-    db = tmp_path / "mcpx.db"
+async def test_delete_task_removes_its_events_and_keeps_the_events_it_is_given(store_site: Site) -> None:
+    db = store_site
     gone, kept = task_record(), task_record()
     async with opened(db) as w:
         await w.store.put_task(gone, [ev("task.created", gone)])
@@ -181,8 +180,8 @@ async def test_delete_task_removes_its_events_and_keeps_the_events_it_is_given(t
     assert expired == left[1] and committed(db) == {kept.id}
 
 
-async def test_trim_events_drops_the_oldest_beyond_keep_and_never_reuses_a_sequence_number(tmp_path: Path) -> None:
-    async with opened(tmp_path / "mcpx.db") as w:
+async def test_trim_events_drops_the_oldest_beyond_keep_and_never_reuses_a_sequence_number(store_site: Site) -> None:
+    async with opened(store_site) as w:
         for n in range(10):
             await w.store.append([ev("task.status", status=str(n))])
         assert await w.store.trim_events(20) == 0  # fewer than keep: nothing to drop
@@ -194,15 +193,15 @@ async def test_trim_events_drops_the_oldest_beyond_keep_and_never_reuses_a_seque
         assert newer.seq == 11
 
 
-async def test_the_sequence_never_goes_back_when_the_newest_events_are_deleted(tmp_path: Path) -> None:
+async def test_the_sequence_never_goes_back_when_the_newest_events_are_deleted(store_site: Site) -> None:
     task = task_record()
-    async with opened(tmp_path / "mcpx.db") as w:
+    async with opened(store_site) as w:
         await w.store.append([ev("connection.opened")])
         await w.store.put_task(task, [ev("task.created", task), ev("task.status", task)])
         await w.store.delete_task(task.id)  # the newest rows go with the task
         assert await w.store.last_seq() == 3
         (after,) = await w.store.append([ev("connection.closed")])
-    async with opened(tmp_path / "mcpx.db") as w:
+    async with opened(store_site) as w:
         assert await w.store.last_seq() == 4 and after.seq == 4
 
 
@@ -214,14 +213,14 @@ def connection(cid: str, *, closed: bool = False) -> ConnectionRecord:
 
 
 async def test_a_snapshot_holds_open_connections_unfinished_and_newest_tasks_and_open_questions(
-    tmp_path: Path,
+    store_site: Site,
 ) -> None:
     old_done = task_record(created_ms=NOW, status=COMPLETED, connection="c-gone")
     old_open = task_record(created_ms=NOW + 1, status=INPUT_REQUIRED, connection="c-open")
     new_done = [task_record(created_ms=NOW + 10 + i, status=COMPLETED, connection="c-owner") for i in range(2)]
     asked = Question("q-open", "up", "roots/list", {}, NOW, NOW + 1000)
     answered = Question("q-done", "up", "roots/list", {}, NOW, NOW + 1000, status="answered")
-    async with opened(tmp_path / "mcpx.db") as w:
+    async with opened(store_site) as w:
         for record in (connection("c-open"), connection("c-gone", closed=True), connection("c-owner", closed=True)):
             await w.store.put_connection(record, [ev("connection.opened")])
         for task in (old_done, old_open, *new_done):
@@ -235,12 +234,12 @@ async def test_a_snapshot_holds_open_connections_unfinished_and_newest_tasks_and
     assert [q.id for q in snap.questions] == ["q-open"]
 
 
-async def test_a_snapshot_taken_while_tasks_are_written_is_one_moment(tmp_path: Path) -> None:
+async def test_a_snapshot_taken_while_tasks_are_written_is_one_moment(store_site: Site) -> None:
     """Every task whose task.created event is at or below the snapshot's seq is in it, and no other
     (they are all unfinished, so all belong in a snapshot)."""
     tasks = [task_record(created_ms=NOW + i) for i in range(150)]
     snaps = []
-    async with opened(tmp_path / "mcpx.db") as w:
+    async with opened(store_site) as w:
         done = anyio.Event()
         async with anyio.create_task_group() as tg:
 

@@ -4,7 +4,6 @@ cursor pages, task counts per connection, and the connection rows (last-seen flu
 from __future__ import annotations
 
 from dataclasses import replace
-from pathlib import Path
 
 import pytest
 
@@ -13,7 +12,7 @@ from mcpx.store import TaskQuery
 from mcpx.store.sqlite import SqliteStore
 from mcpx.tasks.model import CANCELLED, COMPLETED, FAILED, INPUT_REQUIRED, WORKING, Task
 
-from .storekit import NOW, opened, query, task_record
+from .storekit import NOW, Site, opened, query, task_record
 
 pytestmark = pytest.mark.anyio
 
@@ -30,22 +29,22 @@ async def put(store: SqliteStore, *tasks: Task) -> None:
 # ---- tasks(TaskQuery) --------------------------------------------------------------------------
 
 
-async def test_tasks_come_newest_first_with_the_id_breaking_ties(tmp_path: Path) -> None:
+async def test_tasks_come_newest_first_with_the_id_breaking_ties(store_site: Site) -> None:
     rows = [
         task_record(id="a", created_ms=NOW),
         task_record(id="b", created_ms=NOW + 5),
         task_record(id="c", created_ms=NOW + 5),
         task_record(id="d", created_ms=NOW + 1),
     ]
-    async with opened(tmp_path / "mcpx.db") as w:
+    async with opened(store_site) as w:
         await put(w.store, *rows)
         assert await ids(w.store) == ["c", "b", "d", "a"]
         assert await ids(w.store, limit=2) == ["c", "b"]
 
 
-async def test_cursor_pages_walk_every_task_once_newest_first(tmp_path: Path) -> None:
+async def test_cursor_pages_walk_every_task_once_newest_first(store_site: Site) -> None:
     rows = [task_record(id=f"t{i:02d}", created_ms=NOW + i // 3) for i in range(11)]  # threes share a ms
-    async with opened(tmp_path / "mcpx.db") as w:
+    async with opened(store_site) as w:
         await put(w.store, *rows)
         pages: list[list[str]] = []
         before: tuple[int, str] | None = None
@@ -62,7 +61,7 @@ async def test_cursor_pages_walk_every_task_once_newest_first(tmp_path: Path) ->
     ]
 
 
-async def test_tasks_filter_by_connection_status_and_tool(tmp_path: Path) -> None:
+async def test_tasks_filter_by_connection_status_and_tool(store_site: Site) -> None:
     rows = [
         task_record(id="w1", status=WORKING, connection="c-1", tool="echo"),
         task_record(id="i1", status=INPUT_REQUIRED, connection="c-1", tool="slow"),
@@ -70,7 +69,7 @@ async def test_tasks_filter_by_connection_status_and_tool(tmp_path: Path) -> Non
         task_record(id="d2", status=COMPLETED, connection="c-2", tool="slow"),
         task_record(id="x0", status=CANCELLED, tool="echo"),
     ]
-    async with opened(tmp_path / "mcpx.db") as w:
+    async with opened(store_site) as w:
         await put(w.store, *rows)
         assert sorted(await ids(w.store, connection="c-1")) == ["i1", "w1"]
         assert sorted(await ids(w.store, statuses=frozenset({WORKING, FAILED}))) == ["f2", "w1"]
@@ -80,7 +79,7 @@ async def test_tasks_filter_by_connection_status_and_tool(tmp_path: Path) -> Non
         assert await ids(w.store, connection="c-nobody") == []
 
 
-async def test_the_text_filter_matches_id_tool_upstream_and_status_message(tmp_path: Path) -> None:
+async def test_the_text_filter_matches_id_tool_upstream_and_status_message(store_site: Site) -> None:
     rows = [
         task_record(id="task-needle-1"),
         task_record(id="t2", tool="find_needle"),
@@ -88,12 +87,12 @@ async def test_the_text_filter_matches_id_tool_upstream_and_status_message(tmp_p
         task_record(id="t4", status_message="waiting for the NEEDLE"),
         task_record(id="t5", arguments={"q": "needle"}),  # arguments are not searched
     ]
-    async with opened(tmp_path / "mcpx.db") as w:
+    async with opened(store_site) as w:
         await put(w.store, *rows)
         assert sorted(await ids(w.store, text="needle")) == ["t2", "t3", "t4", "task-needle-1"]
 
 
-async def test_the_text_filter_takes_like_wildcards_literally(tmp_path: Path) -> None:
+async def test_the_text_filter_takes_like_wildcards_literally(store_site: Site) -> None:
     rows = [
         task_record(id="t1", status_message="100% done"),
         task_record(id="t2", status_message="1000 done"),
@@ -101,25 +100,25 @@ async def test_the_text_filter_takes_like_wildcards_literally(tmp_path: Path) ->
         task_record(id="t4", tool="axb"),
         task_record(id="t5", status_message="C:\\path"),
     ]
-    async with opened(tmp_path / "mcpx.db") as w:
+    async with opened(store_site) as w:
         await put(w.store, *rows)
         assert await ids(w.store, text="0%") == ["t1"]
         assert await ids(w.store, text="a_b") == ["t3"]
         assert await ids(w.store, text="C:\\p") == ["t5"]
 
 
-async def test_tasks_past_their_ttl_are_left_out_before_the_limit(tmp_path: Path) -> None:
+async def test_tasks_past_their_ttl_are_left_out_before_the_limit(store_site: Site) -> None:
     live = [task_record(id=f"l{i}", created_ms=NOW + i, ttl_ms=60_000) for i in range(3)]
     expired = [task_record(id=f"e{i}", created_ms=NOW + 10 + i, ttl_ms=10) for i in range(3)]  # newer, gone
     forever = task_record(id="f", created_ms=NOW - 1, ttl_ms=None)
-    async with opened(tmp_path / "mcpx.db") as w:
+    async with opened(store_site) as w:
         await put(w.store, *live, *expired, forever)
         assert await ids(w.store, now_ms=NOW + 1_000, limit=3) == ["l2", "l1", "l0"]
         assert await ids(w.store, now_ms=NOW + 1_000) == ["l2", "l1", "l0", "f"]
         assert len(await ids(w.store)) == 7  # without a clock: every row
 
 
-async def test_task_counts_group_by_connection_and_status(tmp_path: Path) -> None:
+async def test_task_counts_group_by_connection_and_status(store_site: Site) -> None:
     rows = [
         task_record(status=WORKING, connection="c-1"),
         task_record(status=WORKING, connection="c-1"),
@@ -127,7 +126,7 @@ async def test_task_counts_group_by_connection_and_status(tmp_path: Path) -> Non
         task_record(status=FAILED, connection="c-2"),
         task_record(status=WORKING),
     ]
-    async with opened(tmp_path / "mcpx.db") as w:
+    async with opened(store_site) as w:
         await put(w.store, *rows)
         assert await w.store.task_counts() == {
             "c-1": {WORKING: 2, COMPLETED: 1},
@@ -143,10 +142,10 @@ def record(cid: str, opened_ms: int, **kw: object) -> ConnectionRecord:
     return ConnectionRecord(cid, "stateless", "http", opened_ms, opened_ms, **kw)  # type: ignore[arg-type]  # test fields
 
 
-async def test_connections_round_trip_oldest_first_and_open_only_leaves_closed_ones_out(tmp_path: Path) -> None:
+async def test_connections_round_trip_oldest_first_and_open_only_leaves_closed_ones_out(store_site: Site) -> None:
     first = record("c-1", NOW, client_info={"name": "h", "version": "1"}, peer="127.0.0.1", key="h/1@127.0.0.1")
     second = record("c-2", NOW + 1, principal="ann", closed_ms=NOW + 5, close_reason="idle")
-    async with opened(tmp_path / "mcpx.db") as w:
+    async with opened(store_site) as w:
         await w.store.put_connection(second)
         await w.store.put_connection(first)
         assert await w.store.connections() == [first, second]
@@ -155,8 +154,8 @@ async def test_connections_round_trip_oldest_first_and_open_only_leaves_closed_o
         assert await w.store.get_connection("c-none") is None
 
 
-async def test_touch_connections_stores_last_seen_times_of_open_connections_only(tmp_path: Path) -> None:
-    db = tmp_path / "mcpx.db"
+async def test_touch_connections_stores_last_seen_times_of_open_connections_only(store_site: Site) -> None:
+    db = store_site
     live = record("c-live", NOW)
     closed = record("c-closed", NOW, closed_ms=NOW + 1, close_reason="gone")
     async with opened(db) as w:

@@ -22,7 +22,7 @@ from mcpx.store import StoreError
 from mcpx.store.sqlite import BATCH_MAX, SqliteStore
 from mcpx.tasks.model import CANCELLED, COMPLETED, FAILED, INPUT_REQUIRED, WORKING, Task
 
-from .storekit import NOW, OWNER, Running, committed, opened, query, task_record
+from .storekit import NOW, OWNER, Running, Site, committed, opened, query, task_record
 
 pytestmark = pytest.mark.anyio
 
@@ -53,8 +53,8 @@ def created_event(task: Task) -> Event:
 # ---- the writer: commit before the write returns, batched ------------------------------------
 
 
-async def test_a_write_returns_only_after_its_batch_committed(tmp_path: Path) -> None:
-    db = tmp_path / "mcpx.db"
+async def test_a_write_returns_only_after_its_batch_committed(store_site: Site) -> None:
+    db = store_site
     task = task_record()
     returned = anyio.Event()
     async with opened(db, writer=False) as w, anyio.create_task_group() as tg:
@@ -227,7 +227,7 @@ async def test_the_database_file_is_private_to_its_user(tmp_path: Path) -> None:
 # ---- rows ----------------------------------------------------------------------------------
 
 
-async def test_a_task_round_trips_every_field_and_survives_reopening(tmp_path: Path) -> None:
+async def test_a_task_round_trips_every_field_and_survives_reopening(store_site: Site) -> None:
     task = task_record(
         ttl_ms=60_000,
         status=INPUT_REQUIRED,
@@ -240,17 +240,17 @@ async def test_a_task_round_trips_every_field_and_survives_reopening(tmp_path: P
         result={"content": []},
         error={"code": 1, "message": "x"},
     )
-    async with opened(tmp_path / "mcpx.db") as w:
+    async with opened(store_site) as w:
         await w.store.put_task(task)
         assert await w.store.get_task(task.id) == task
-    async with opened(tmp_path / "mcpx.db") as w:
+    async with opened(store_site) as w:
         assert await w.store.get_task(task.id) == task
         assert await w.store.get_task("no-such-task") is None
 
 
-async def test_put_replaces_the_row_and_delete_removes_it(tmp_path: Path) -> None:
+async def test_put_replaces_the_row_and_delete_removes_it(store_site: Site) -> None:
     task = task_record()
-    async with opened(tmp_path / "mcpx.db") as w:
+    async with opened(store_site) as w:
         await w.store.put_task(task)
         done = replace(task, status=COMPLETED, result={"content": []})
         await w.store.put_task(done)
@@ -260,20 +260,20 @@ async def test_put_replaces_the_row_and_delete_removes_it(tmp_path: Path) -> Non
         assert await w.store.delete_task(task.id) == []  # deleting twice is harmless
 
 
-async def test_all_open_lists_only_tasks_that_have_not_ended(tmp_path: Path) -> None:
+async def test_all_open_lists_only_tasks_that_have_not_ended(store_site: Site) -> None:
     rows = {s: task_record(status=s) for s in (WORKING, INPUT_REQUIRED, COMPLETED, FAILED, CANCELLED)}
-    async with opened(tmp_path / "mcpx.db") as w:
+    async with opened(store_site) as w:
         for task in rows.values():
             await w.store.put_task(task)
         assert {t.id for t in await w.store.all_open()} == {rows[WORKING].id, rows[INPUT_REQUIRED].id}
 
 
-async def test_expired_names_rows_whose_ttl_has_passed_and_never_rows_without_one(tmp_path: Path) -> None:
+async def test_expired_names_rows_whose_ttl_has_passed_and_never_rows_without_one(store_site: Site) -> None:
     gone = task_record(created_ms=NOW, ttl_ms=1_000)
     just_gone = task_record(created_ms=NOW + 1_000, ttl_ms=1_000)  # expires exactly now
     alive = task_record(created_ms=NOW + 1_000, ttl_ms=1_001)
     forever = task_record(created_ms=0, ttl_ms=None)
-    async with opened(tmp_path / "mcpx.db") as w:
+    async with opened(store_site) as w:
         for task in (gone, just_gone, alive, forever):
             await w.store.put_task(task)
         assert {t.id for t in await w.store.expired(NOW + 2_000)} == {gone.id, just_gone.id}
@@ -282,10 +282,10 @@ async def test_expired_names_rows_whose_ttl_has_passed_and_never_rows_without_on
 # ---- list_owner: one owner's tasks, by (created_ms, id), after a cursor ----------------------
 
 
-async def test_list_owner_orders_by_creation_then_id_and_pages_after_a_cursor(tmp_path: Path) -> None:
+async def test_list_owner_orders_by_creation_then_id_and_pages_after_a_cursor(store_site: Site) -> None:
     mine = [task_record(created_ms=NOW + i // 2, id=f"t{i:02d}") for i in range(7)]  # pairs share a created_ms
     others = [task_record(owner="conn:beta", created_ms=NOW + i) for i in range(3)]
-    async with opened(tmp_path / "mcpx.db") as w:
+    async with opened(store_site) as w:
         for task in reversed(mine + others):
             await w.store.put_task(task)
         pages: list[list[str]] = []
@@ -299,9 +299,9 @@ async def test_list_owner_orders_by_creation_then_id_and_pages_after_a_cursor(tm
     assert pages == [["t00", "t01", "t02"], ["t03", "t04", "t05"], ["t06"]]
 
 
-async def test_list_owner_cursor_between_equal_creation_times_uses_the_id(tmp_path: Path) -> None:
+async def test_list_owner_cursor_between_equal_creation_times_uses_the_id(store_site: Site) -> None:
     rows = [task_record(created_ms=NOW, id=i) for i in ("a", "b", "c")]
-    async with opened(tmp_path / "mcpx.db") as w:
+    async with opened(store_site) as w:
         for task in rows:
             await w.store.put_task(task)
         assert [t.id for t in await w.store.list_owner(OWNER, (NOW, "a"), 10)] == ["b", "c"]
@@ -309,10 +309,10 @@ async def test_list_owner_cursor_between_equal_creation_times_uses_the_id(tmp_pa
         assert await w.store.list_owner("conn:nobody", None, 10) == []
 
 
-async def test_list_owner_skips_expired_rows_before_the_limit(tmp_path: Path) -> None:
+async def test_list_owner_skips_expired_rows_before_the_limit(store_site: Site) -> None:
     expired = [task_record(created_ms=NOW + i, ttl_ms=10, id=f"e{i}") for i in range(3)]
     live = [task_record(created_ms=NOW + 10 + i, ttl_ms=60_000, id=f"l{i}") for i in range(3)]
-    async with opened(tmp_path / "mcpx.db") as w:
+    async with opened(store_site) as w:
         for task in expired + live:
             await w.store.put_task(task)
         now = NOW + 1_000
@@ -323,11 +323,11 @@ async def test_list_owner_skips_expired_rows_before_the_limit(tmp_path: Path) ->
 # ---- sessions and questions ------------------------------------------------------------------
 
 
-async def test_sessions_round_trip_and_can_be_deleted(tmp_path: Path) -> None:
-    async with opened(tmp_path / "mcpx.db") as w:
+async def test_sessions_round_trip_and_can_be_deleted(store_site: Site) -> None:
+    async with opened(store_site) as w:
         await w.store.put_session("s1", {"owner": OWNER, "revision": "2025-11-25"})
         await w.store.put_session("s1", {"owner": OWNER, "revision": "2025-11-25", "logLevel": "info"})
-        assert committed(tmp_path / "mcpx.db", "sessions") == {"s1"}
+        assert committed(store_site, "sessions") == {"s1"}
         assert await w.store.get_session("s1") == {"owner": OWNER, "revision": "2025-11-25", "logLevel": "info"}
         await w.store.delete_session("s1")
         assert await w.store.get_session("s1") is None
@@ -338,8 +338,8 @@ def question(qid: str, created_ms: int, **kw: object) -> Question:
     return Question(qid, "up", "elicitation/create", {"message": "?"}, created_ms, created_ms + 600_000, **kw)  # type: ignore[arg-type]  # test-chosen fields
 
 
-async def test_questions_round_trip_one_row_per_question_newest_first(tmp_path: Path) -> None:
-    async with opened(tmp_path / "mcpx.db") as w:
+async def test_questions_round_trip_one_row_per_question_newest_first(store_site: Site) -> None:
+    async with opened(store_site) as w:
         await w.store.put_question(question("q1", NOW))
         await w.store.put_question(question("q2", NOW + 1, task_id="t1"))
         answered = question("q1", NOW, status="answered", answered_by="operator:ann", answer={"action": "decline"})
@@ -352,21 +352,21 @@ async def test_questions_round_trip_one_row_per_question_newest_first(tmp_path: 
         assert [q.id for q in await w.store.questions(frozenset({"open", "expired"}))] == ["q2"]
         assert [q.id for q in await w.store.questions(task_id="t1")] == ["q2"]
         assert await w.store.questions(frozenset({"answered"}), task_id="t1") == []
-    assert committed(tmp_path / "mcpx.db", "questions") == {"q1", "q2"}
+    assert committed(store_site, "questions") == {"q1", "q2"}
 
 
-async def test_questions_asked_in_the_same_millisecond_list_the_latest_written_first(tmp_path: Path) -> None:
-    async with opened(tmp_path / "mcpx.db") as w:
+async def test_questions_asked_in_the_same_millisecond_list_the_latest_written_first(store_site: Site) -> None:
+    async with opened(store_site) as w:
         for qid in ("a", "b", "c"):
             await w.store.put_question(question(qid, NOW))
         assert [q.id for q in await w.store.questions()] == ["c", "b", "a"]
 
 
-async def test_a_read_after_a_commit_sees_it_while_other_reads_are_in_flight(tmp_path: Path) -> None:
+async def test_a_read_after_a_commit_sees_it_while_other_reads_are_in_flight(store_site: Site) -> None:
     """Reads share one connection; each must be one statement run to its end at once. Run as two
     steps (execute, then fetch) an interleaved read kept an older read open, and a task read right
     after its commit (a host polling its new handle) came back unknown now and then under load."""
-    async with opened(tmp_path / "t.db") as running:
+    async with opened(store_site) as running:
         store = running.store
         for _ in range(3):
             await store.put_task(task_record(owner="noise"))

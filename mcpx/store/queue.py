@@ -1,0 +1,143 @@
+"""The write queue both stores' one writer drains (a write waits until its batch committed or failed),
+and the writes both stores offer, as statements in each one's dialect."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+
+from ..connections import ConnectionRecord
+from ..events import Event, StoredEvent
+from ..questions import Question
+from ..tasks.model import Task
+from . import codec
+from .base import StoreError
+
+BATCH_MAX = 256
+Op = tuple[str, tuple[Any, ...]]
+
+
+@dataclass
+class Write:
+    ops: Sequence[Op]
+    events: Sequence[Event]
+    done: anyio.Event = field(default_factory=anyio.Event)
+    error: Exception | None = None
+    stored: list[StoredEvent] = field(default_factory=list)
+
+
+class WriteQueue:
+    def __init__(self) -> None:
+        self._send: MemoryObjectSendStream[Write] | None = None
+        self._recv: MemoryObjectReceiveStream[Write] | None = None
+
+    def open(self) -> None:
+        self._send, self._recv = anyio.create_memory_object_stream[Write](max_buffer_size=10_000)
+
+    def close(self) -> None:
+        if self._send is not None:
+            self._send.close()
+
+    async def submit(self, ops: Sequence[Op], events: Sequence[Event] = ()) -> list[StoredEvent]:
+        """Queue one write and return its stored events once its batch committed."""
+        if self._send is None:
+            raise StoreError("the store is not open")
+        write = Write(ops, events)
+        try:
+            await self._send.send(write)
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+            raise StoreError("the store is closed") from None
+        await write.done.wait()
+        if write.error is not None:
+            raise StoreError(f"store write failed: {write.error}")
+        return write.stored
+
+    async def drain(self, commit: Callable[[list[Write]], Awaitable[None]]) -> None:
+        """The writer's loop: hands `commit` everything queued at the moment it looks, up to
+        BATCH_MAX writes at a time, until the queue is closed."""
+        assert self._recv is not None
+        recv = self._recv
+        async with recv:
+            async for first in recv:
+                batch = [first]
+                while len(batch) < BATCH_MAX:
+                    try:
+                        batch.append(recv.receive_nowait())
+                    except anyio.WouldBlock:
+                        break
+                await commit(batch)
+
+
+@dataclass(frozen=True)
+class WriteSql:
+    """One backend's statements for the writes both stores offer; each takes the same arguments in
+    both dialects (SQLite's numbered `?1` placeholders, PostgreSQL's `$1`)."""
+
+    put_task: str  # (*codec.task_columns(task), *extra task columns)
+    delete_task_events: str  # (task_id,)
+    delete_task: str  # (task_id,)
+    put_question: str  # (id, body, status, created_ms, task_id)
+    put_connection: str  # (id, opened_ms, last_seen_ms, closed_ms, body)
+    touch_connection: str  # (last_seen_ms, id)
+    put_session: str  # (id, body)
+    delete_session: str  # (id,)
+    trim_events: str  # (last seq to drop,)
+
+
+class QueuedWrites:
+    """The writes of the Store protocol, as statements queued to the backend's one writer."""
+
+    _queue: WriteQueue
+    _sql: WriteSql
+
+    def _task_args(self, task: Task) -> tuple[object, ...]:
+        return codec.task_columns(task)
+
+    async def _write(self, ops: Sequence[Op], events: Sequence[Event] = ()) -> list[StoredEvent]:
+        return await self._queue.submit(ops, events)
+
+    async def put_task(self, task: Task, events: Sequence[Event] = ()) -> list[StoredEvent]:
+        return await self._write([(self._sql.put_task, self._task_args(task))], events)
+
+    async def delete_task(self, task_id: str, events: Sequence[Event] = ()) -> list[StoredEvent]:
+        """The row and its events go together (retention); `events` (task.expired) come after."""
+        ops: list[Op] = [(self._sql.delete_task_events, (task_id,)), (self._sql.delete_task, (task_id,))]
+        return await self._write(ops, events)
+
+    async def put_question(self, question: Question, events: Sequence[Event] = ()) -> list[StoredEvent]:
+        args = (question.id, codec.question_body(question), question.status, question.created_ms, question.task_id)
+        return await self._write([(self._sql.put_question, args)], events)
+
+    async def put_connection(self, record: ConnectionRecord, events: Sequence[Event] = ()) -> list[StoredEvent]:
+        args = (record.id, record.opened_ms, record.last_seen_ms, record.closed_ms, codec.connection_body(record))
+        return await self._write([(self._sql.put_connection, args)], events)
+
+    async def append(self, events: Sequence[Event]) -> list[StoredEvent]:
+        return await self._write([], events)
+
+    async def touch_connections(self, last_seen: dict[str, int]) -> None:
+        await self._write([(self._sql.touch_connection, (ms, record_id)) for record_id, ms in last_seen.items()])
+
+    async def put_session(self, session_id: str, body: dict[str, Any]) -> None:
+        await self._write([(self._sql.put_session, (session_id, codec.dumps(body)))])
+
+    async def delete_session(self, session_id: str) -> None:
+        await self._write([(self._sql.delete_session, (session_id,))])
+
+    async def first_seq(self) -> int:
+        raise NotImplementedError
+
+    async def last_seq(self) -> int:
+        raise NotImplementedError
+
+    async def trim_events(self, keep: int) -> int:
+        """Drop the oldest events beyond the newest `keep` (the table's cap)."""
+        last = await self.last_seq()
+        if last - keep <= 0 or await self.first_seq() > last - keep:
+            return 0
+        await self._write([(self._sql.trim_events, (last - keep,))])
+        return last - keep

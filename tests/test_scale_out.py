@@ -1,0 +1,145 @@
+"""Three daemons on one PostgreSQL database (loopback only): one task space. Any instance answers
+tasks/get; a cancel sent to another instance stops the work on the owner (forwarded by NOTIFY);
+every instance's feed carries every instance's events in one gap-free sequence; when an instance is
+SIGKILLed, a survivor takes its tasks over within the lease and its cut plain call fails naming it."""
+
+from __future__ import annotations
+
+import json
+import random
+import signal
+import time
+from pathlib import Path
+from typing import Any
+
+import pgcluster
+from harness import (
+    Api,
+    Daemon,
+    FeedClient,
+    RawHost,
+    conformance_server,
+    operator_attached,
+    read_jsonl,
+    reply_of,
+    stdio_server,
+    wait_until,
+)
+
+EXT = {"io.modelcontextprotocol/clientCapabilities": {"extensions": {"io.modelcontextprotocol/tasks": {}}}}
+LEASE_MS = 1000
+CONTENT = {"username": "ada", "email": "ada@example.com"}
+NAMES = ("a", "b", "c")
+
+
+def _start_three(start_daemon: Any, tmp_path: Path, url: str) -> dict[str, Daemon]:
+    return {
+        name: start_daemon(
+            {
+                "mcpServers": {"fx": stdio_server(tmp_path, name=f"fx-{name}")},
+                "keepers": {"enabled": False},
+                "tasks": {"taskAfterMs": 100},
+                "store": {"url": url, "instance": name, "leaseMs": LEASE_MS},
+            },
+            name=f"inst-{name}",
+        )
+        for name in NAMES
+    }
+
+
+def _call(host: RawHost, seconds: float) -> str:
+    args = {"seconds": seconds, "steps": max(1, int(seconds * 10))}
+    handle = host.modern("tools/call", {"name": "fx__slow", "arguments": args}, meta=EXT).json()["result"]
+    assert handle["resultType"] == "task", handle
+    return str(handle["taskId"])
+
+
+def _get(host: RawHost, tid: str) -> dict[str, Any]:
+    return dict(host.modern("tasks/get", {"taskId": tid}, meta=EXT, headers={"Mcp-Name": tid}).json()["result"])
+
+
+def test_three_instances_share_tasks_forward_cancels_feed_every_event_and_take_over_a_lost_one(
+    start_daemon: Any, tmp_path: Path, raw_host: Any, pg_cluster: pgcluster.Cluster
+) -> None:
+    rng = random.Random(14)
+    daemons = _start_three(start_daemon, tmp_path, pg_cluster.database())
+    hosts = {name: raw_host(d.url) for name, d in daemons.items()}
+    feed = FeedClient(daemons["c"])
+    start_seq = feed.snapshot()["seq"]
+
+    # Tasks made on random instances, each polled on random instances until done.
+    made = {_call(hosts[rng.choice(NAMES)], 0.3): "completed" for _ in range(12)}
+    # Long ones made on one instance and cancelled through another: the owner stops the work.
+    for owner, via in (("a", "b"), ("b", "c"), ("c", "a")):
+        tid = _call(hosts[owner], 30)
+        ack = hosts[via].modern("tasks/cancel", {"taskId": tid}, meta=EXT, headers={"Mcp-Name": tid}).json()
+        assert ack["result"]["resultType"] == "complete"
+        made[tid] = "cancelled"
+        wait_until(
+            lambda owner=owner: any(
+                e.get("event") == "cancelled" for e in read_jsonl(tmp_path / f"fx-{owner}.log.jsonl")
+            ),
+            what=f"the upstream of {owner} to see the cancel forwarded from {via}",
+        )
+    for tid, wanted in made.items():
+        wait_until(lambda tid=tid, wanted=wanted: _get(hosts[rng.choice(NAMES)], tid)["status"] == wanted, what=wanted)
+
+    # The feed of c carries a's and b's events too, in one sequence without holes.
+    created = {e["taskId"] for e in feed.events("task.created")}
+    wait_until(lambda: made.keys() <= {e["taskId"] for e in feed.events("task.created")}, what="every task on c's feed")
+    seqs = [e["seq"] for e in feed.events()]
+    assert seqs == list(range(start_seq + 1, start_seq + 1 + len(seqs))), "one gap-free sequence"
+    assert created
+
+    # SIGKILL a with a plain call running: a survivor fails it within the lease, naming a.
+    cut = _call(hosts["a"], 60)
+    assert _get(hosts["b"], cut)["status"] == "working"
+    daemons["a"].stop(signal.SIGKILL)
+    killed = time.monotonic()
+    ended = wait_until(
+        lambda: (t := _get(hosts[rng.choice(("b", "c"))], cut))["status"] != "working" and t,
+        timeout=10,
+        what="a survivor to take the lost task over",
+    )
+    took = time.monotonic() - killed
+    assert ended["status"] == "failed" and "instance a was lost" in ended["statusMessage"], ended
+    assert took < 3 * LEASE_MS / 1000, f"taken over after {took:.1f} s"
+    wait_until(lambda: any(e["taskId"] == cut for e in feed.events("task.status")), what="c's feed to show it")
+    for tid in made:  # no task id vanished with a
+        assert _get(hosts["b"], tid)["status"] == made[tid]
+    feed.close()
+
+
+def test_an_operator_on_one_instance_answers_a_question_raised_in_a_task_another_runs(
+    start_daemon: Any, raw_host: Any, pg_cluster: pgcluster.Cluster
+) -> None:
+    url = pg_cluster.database()
+    a, b = (
+        start_daemon(
+            {
+                "mcpServers": {"up": conformance_server(also_tasks=("test_tool_with_task",))},
+                "tasks": {"taskAfterMs": 200},
+                "store": {"url": url, "instance": name, "leaseMs": LEASE_MS},
+            },
+            name=f"q-{name}",
+        )
+        for name in ("a", "b")
+    )
+    host = raw_host(b.url)
+    host.initialize()
+    watcher = operator_attached(b, "olga")  # b's broker waits for an operator; the answer comes from a
+    feed_a = FeedClient(a, kinds=["question.opened"])
+    try:
+        args = {"name": "test_elicitation", "arguments": {"message": "Across instances?"}, "task": {}}
+        tid = host.legacy("tools/call", args).json()["result"]["task"]["taskId"]
+        [opened] = wait_until(lambda: feed_a.events("question.opened"), 15, "a's feed to show b's question")
+        assert opened["taskId"] == tid
+        with Api(a) as api:
+            taken = api.answer(opened["questionId"], "accept", by="olga", content=CONTENT)
+            assert taken.status_code == 200, taken.text
+            assert api.answer(opened["questionId"], "decline", by="late").status_code == 409
+        result = reply_of(host.legacy("tasks/result", {"taskId": tid}))["result"]
+        assert result["content"][0]["text"] == f"User response: action=accept, content={json.dumps(CONTENT)}"
+    finally:
+        watcher.close()
+        feed_a.close()
