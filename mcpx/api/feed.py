@@ -123,6 +123,8 @@ class FeedEndpoint:
             if sub.overflowed:
                 sub.queue.clear()
                 sub.overflowed = False
+                if self.bus.last_seq <= last:
+                    continue  # what overflowed was sent already, by a catch-up from the store: no gap
                 await _send(ws, {"type": "gap", "after": last})
                 last = await self._catch_up(ws, sub, last)
                 continue
