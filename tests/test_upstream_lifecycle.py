@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
 from harness import FixtureHttp, RawHost, read_jsonl, reply_of, stdio_server, wait_until
 
 
@@ -109,6 +110,22 @@ def test_legacy_upstream_counter_offer_is_accepted(start_daemon: Any, tmp_path: 
     assert (up["era"], up["revision"]) == ("legacy", "2025-06-18")
     res = raw_host(d.url).modern("tools/call", {"name": "old__echo", "arguments": {"text": "hi"}}).json()["result"]
     assert res["content"][0]["text"] == "hi" and res["resultType"] == "complete"
+
+
+@pytest.mark.parametrize("era", ["legacy", "modern"])
+def test_an_upstream_that_keeps_its_sse_reply_open_after_answering_does_not_hold_the_call(
+    start_daemon: Any, fixture_http: Any, raw_host: Any, era: str
+) -> None:
+    """The spec says a server SHOULD close the SSE stream after its response, not MUST: an
+    upstream that keeps it open for a minute still answers the host now (both eras, both ways a
+    reply reaches mcpx). The host's client gives up after 30 s, so a held call fails the test."""
+    up = fixture_http("--era", era, "--sse-linger", "60")
+    d = start_daemon({"mcpServers": {"fx": {"url": up.url}}})
+    host = raw_host(d.url)
+    host.initialize()
+    for _ in range(3):  # and again, on a fresh connection each time
+        res = reply_of(host.legacy("tools/call", {"name": "fx__slow", "arguments": {"seconds": 0.05, "steps": 1}}))
+        assert "slept" in res["result"]["content"][0]["text"], res
 
 
 def test_modern_only_upstream_is_spoken_to_in_2026(start_daemon: Any, tmp_path: Path, raw_host: Any) -> None:

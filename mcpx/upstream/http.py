@@ -10,7 +10,7 @@ from __future__ import annotations
 import base64
 import logging
 import re
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncGenerator, Callable
 from typing import Any, Literal
 
 import anyio
@@ -29,6 +29,7 @@ log = logging.getLogger("mcpx.upstream")
 _SAFE = re.compile(r"[\x20-\x7e]*")
 CONNECT_TIMEOUT_S = 30.0
 LISTEN_CONNECT_TIMEOUT_S = 10.0
+SSE_LINGER_S = 0.05  # how long an answered SSE reply may stay open before mcpx leaves it
 # Errors that mean the upstream is gone or broken: the transport closes, and the pool reconnects.
 _LOST = h1.ConnectionFailed
 _FAILED = (h1.HttpError, OSError)  # OSError includes TimeoutError (connecting took too long)
@@ -41,7 +42,7 @@ def header_value(value: str) -> str:
     return "=?base64?" + base64.b64encode(value.encode()).decode() + "?="
 
 
-async def iter_sse(resp: httpx.Response | h1.Response) -> AsyncIterator[Any]:
+async def iter_sse(resp: httpx.Response | h1.Response) -> AsyncGenerator[Any, None]:
     """Yield the JSON payload of every `data:` event in an SSE response."""
     data: list[str] = []
     async for line in resp.aiter_lines():
@@ -161,9 +162,23 @@ class HttpTransport:
                         self.session_id = sid
                     ctype = resp.headers.get("content-type", "")
                     if "text/event-stream" in ctype and resp.status_code < 400:
-                        async for item in iter_sse(resp):
-                            if isinstance(item, dict):
-                                await self._feed(item, rid)
+                        events = iter_sse(resp)
+                        try:
+                            async for item in events:
+                                if isinstance(item, dict):
+                                    await self._feed(item, rid)
+                                    if item.get("id") == rid and ("result" in item or "error" in item):
+                                        break  # answered: the caller goes on, whenever the server closes
+                            else:
+                                return
+                            # A server SHOULD close the stream after the response; one that lingers
+                            # gets a moment, then the connection is closed (not reused): it answered.
+                            with anyio.move_on_after(SSE_LINGER_S):
+                                async for item in events:
+                                    if isinstance(item, dict):
+                                        await self._feed(item, rid)
+                        finally:
+                            await events.aclose()
                         return
                     body = await resp.aread()
                     try:
