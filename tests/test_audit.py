@@ -97,6 +97,18 @@ def test_every_host_cancel_and_operator_action_is_in_the_audit_log_with_who_did_
         # A host answers its own task's question (tasks/update): the audit says which host.
         tid = _modern_task(modern, {"name": "confirm_delete", "arguments": {"filename": "b.txt"}}, ASKER)
         [request] = _asking(api, tid)["inputRequests"]
+        # /v1 shows the broker's question as soon as it opens; a host learns the key from its own
+        # tasks/get, once the task row has it (an answer to a key the row has not got is ignored).
+        wait_until(
+            lambda: (
+                request["key"]
+                in modern.modern("tasks/get", {"taskId": tid}, meta=ASKER, headers={"Mcp-Name": tid})
+                .json()["result"]
+                .get("inputRequests", {})
+            ),
+            10,
+            "the host's tasks/get to show the question",
+        )
         update = {"taskId": tid, "inputResponses": {request["key"]: {"action": "decline"}}}
         assert "result" in modern.modern("tasks/update", update, meta=ASKER, headers={"Mcp-Name": tid}).json()
         expect["question.answered", tid] = f"host:{conn(tid)}"

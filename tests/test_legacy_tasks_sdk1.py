@@ -86,8 +86,10 @@ def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Gateway]:
         daemon.start()
         yield Gateway(daemon, tmp)
     finally:
-        daemon.stop()
-        http.stop()
+        try:
+            daemon.stop()
+        finally:  # a daemon that fails to stop must not leave the upstream to the next test
+            http.stop()
     daemon.check_wire()
 
 

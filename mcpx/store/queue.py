@@ -67,7 +67,7 @@ class WriteQueue:
                 while len(batch) < BATCH_MAX:
                     try:
                         batch.append(recv.receive_nowait())
-                    except anyio.WouldBlock:
+                    except (anyio.WouldBlock, anyio.EndOfStream):  # EndOfStream: closed meanwhile
                         break
                 await commit(batch)
 
