@@ -67,6 +67,7 @@ PLAN: dict[str, tuple[str, list[tuple[str, list[str], list[str]]]]] = {
         [("", ["--gets", "100", "--rounds", "2"], ["--gets", "500", "--rounds", "3"])],
     ),
     "console_load": ("console_load.py", [("", ["--quick"], [])]),
+    "scale_out": ("scale_out.py", [("", ["--tasks", "400"], [])]),
     "http_clients": ("http_clients.py", [("", ["--requests", "500", "--rounds", "2"], [])]),
     "soak": (
         "soak.py",
