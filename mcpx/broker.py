@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import logging
-import secrets
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
@@ -24,6 +23,7 @@ from typing import Any, Literal
 import anyio
 
 from .events import Event, EventBus
+from .ids import opaque_id
 from .protocol.errors import InternalError, LimitReached, McpError, MethodNotFound, UpstreamError
 from .questions import CAPABILITY_FOR, Action, Question, operator_answer
 from .store import Store, StoreError
@@ -82,10 +82,12 @@ class Broker:
         self.operator_grace_s = operator_grace_s
         self.expiry_s = expiry_s
         self._open: dict[str, _Waiting] = {}
+        self._closed: str | None = None  # once the daemon drains, no new question opens
 
     async def close(self, reason: str = "the mcpx daemon stopped") -> None:
         """At shutdown, while the store is still open: every open question closes with a reason,
         and its asker gets an error (its call is being cut anyway)."""
+        self._closed = reason
         for waiting in list(self._open.values()):
             if waiting.question.status == "open":
                 await self._expire(waiting.question, reason)
@@ -113,10 +115,12 @@ class Broker:
     ) -> dict[str, Any]:
         """Open a question and return the first answer: the host's (if it can be asked), an
         operator's, or the expiry default. Raises what the upstream should get as an error."""
+        if self._closed is not None:
+            raise InternalError(f"question not asked: {self._closed}")
         self._check_room(method, params, task_id)
         now = _now_ms()
         q = Question(
-            qid or secrets.token_urlsafe(12),
+            qid or opaque_id(12),
             upstream,
             method,
             dict(params),

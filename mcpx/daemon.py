@@ -13,7 +13,7 @@ import secrets
 import signal
 import socket
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -66,9 +66,18 @@ def _instance_id(state_dir: Path) -> str:
 class _Server(uvicorn.Server):
     """uvicorn without its own signal handlers: the daemon owns SIGINT/SIGTERM and shutdown order."""
 
+    on_drain: Callable[[], Awaitable[None]] | None = None
+
     @contextlib.contextmanager
     def capture_signals(self) -> Iterator[None]:
         yield
+
+    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+        # Running requests are answered (with an error) before uvicorn waits for them; otherwise
+        # its grace timeout cancels them and the host gets a bare HTTP 500.
+        if self.on_drain is not None:
+            await self.on_drain()
+        await super().shutdown(sockets)
 
 
 class Daemon:
@@ -243,6 +252,7 @@ class Daemon:
                     ws_max_size=64 * 1024 * 1024,
                 )
             )
+            server.on_drain = self._drain
             self._server = server
             async with anyio.create_task_group() as tg:
                 self.router.tg = tg
@@ -284,6 +294,13 @@ class Daemon:
         finally:
             state.remove_info(self.state_dir)
             lock.close()
+
+    async def _drain(self) -> None:
+        self.phase = "draining"
+        await self.broker.close()
+        cut = self.router.cut_all("the mcpx daemon is stopping; the call was cut")
+        if cut:
+            log.info("draining: %d running request(s) answered with an error", cut)
 
     async def _signals(self, server: _Server) -> None:
         with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM, signal.SIGUSR1) as signals:

@@ -9,11 +9,13 @@ import signal
 import stat
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
-from harness import stdio_server, wait_until
+from harness import RawHost, stdio_server, wait_until
 
 
 def _fixture_pids(log: Path) -> list[int]:
@@ -172,3 +174,43 @@ def test_demo_runs_end_to_end() -> None:
     assert out.returncode == 0, out.stderr
     assert "hello from a modern host" in out.stdout and "hello from a legacy host" in out.stdout
     assert out.stdout.count("liftoff") == 2
+
+
+def test_a_stop_answers_running_calls_with_an_error_not_a_bare_http_500(start_daemon: Any, tmp_path: Path) -> None:
+    """SIGTERM while plain calls run (one each era, 30 s each): every host gets a JSON-RPC error
+    naming the stop at once, not the bare `Internal Server Error` of uvicorn's grace timeout."""
+    d = start_daemon({"mcpServers": {"fx": stdio_server(tmp_path)}})
+    replies: dict[str, Any] = {}
+
+    def call(era: str) -> None:
+        with RawHost(d.url) as h:
+            args = {"name": "fx__slow", "arguments": {"seconds": 30}}
+            if era == "legacy":
+                h.initialize()
+                resp = h.legacy("tools/call", args)
+            else:
+                resp = h.modern("tools/call", args)
+            replies[era] = (resp.status_code, resp.text, time.monotonic())
+
+    threads = [threading.Thread(target=call, args=(era,)) for era in ("legacy", "modern")]
+    for t in threads:
+        t.start()
+    log = tmp_path / "fixture.log.jsonl"
+    wait_until(lambda: sum('"slow"' in line for line in log.read_text().splitlines()) >= 2, 10, "both calls upstream")
+    stopped_at = time.monotonic()
+    assert d.stop() == 0
+    for t in threads:
+        t.join(10)
+    assert set(replies) == {"legacy", "modern"}, replies
+    for era, (status, text, at) in replies.items():
+        frames = sse_frames_or_json(text)
+        [reply] = [f for f in frames if "id" in f and "method" not in f]
+        assert reply["error"]["code"] == -32603 and "daemon is stopping" in reply["error"]["message"], (era, text)
+        assert status in (200, 500) and at - stopped_at < 2.5, (era, status, at - stopped_at)
+    assert "Traceback" not in d.stderr()
+
+
+def sse_frames_or_json(text: str) -> list[dict[str, Any]]:
+    if text.lstrip().startswith("{"):
+        return [json.loads(text)]
+    return [json.loads(line[5:]) for line in text.splitlines() if line.startswith("data:") and line[5:].strip()]

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import itertools
-import secrets
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -13,6 +12,7 @@ import anyio
 
 from ..connections import ConnectionKind, ConnectionRecord, new_connection_id
 from ..frames import Direction
+from ..ids import opaque_id
 from ..protocol.jsonrpc import Id
 from ..protocol.revisions import Era
 from ..ratelimit import TokenBucket
@@ -32,7 +32,7 @@ class HostConnection:
     transport: Literal["http", "stdio"]
     peer: str | None = None
     principal: str | None = None
-    id: str = field(default_factory=lambda: secrets.token_urlsafe(12))
+    id: str = field(default_factory=lambda: opaque_id(12))
     era: Era | None = None  # "legacy" once initialized; stateless modern requests never set it
     revision: str | None = None
     client_info: dict[str, Any] = field(default_factory=dict)

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import logging
 import math
-import secrets
 from collections import OrderedDict
 from typing import Any
 
@@ -19,6 +18,7 @@ from starlette.types import Send as AsgiSend
 from ..api.origin import origin_allowed
 from ..auth import TokenTable
 from ..connections import ConnectionRecord
+from ..ids import opaque_id
 from ..protocol import jsonrpc, modern
 from ..protocol.errors import (
     HEADER_MISMATCH,
@@ -222,7 +222,7 @@ class McpEndpoint:
         frame = self.router.initialize(conn, msg)
         if "error" in frame:
             return await _json(send, 200, frame)
-        conn.id = secrets.token_urlsafe(24)
+        conn.id = opaque_id(24)
         try:
             await self.store.put_session(
                 conn.id,

@@ -9,10 +9,11 @@ be asked by an `input_required` result followed by a retry. So mcpx holds the up
 
 from __future__ import annotations
 
-import secrets
 from typing import TYPE_CHECKING, Any, Literal
 
 import anyio
+
+from ..ids import opaque_id
 
 if TYPE_CHECKING:
     from ..questions import Question
@@ -24,7 +25,7 @@ PARK_LINGER_S = 60.0  # a finished parked call waits this long for its host's re
 
 class Park:
     def __init__(self) -> None:
-        self.id = secrets.token_urlsafe(16)
+        self.id = opaque_id(16)
         self.outstanding: dict[str, dict[str, Any]] = {}  # broker question id -> input request
         self.changed = anyio.Event()
         self.refused: Exception | None = None

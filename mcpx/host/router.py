@@ -15,7 +15,7 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 from .. import wirelog
 from ..connections import ConnectionKind, ConnectionRegistry
 from ..protocol import jsonrpc, legacy, modern
-from ..protocol.errors import InvalidRequest, McpError
+from ..protocol.errors import InternalError, InvalidRequest, McpError
 from ..protocol.revisions import LEGACY_LATEST, META_CLIENT_INFO, META_LOG_LEVEL, MODERN
 from ..ratelimit import RateLimited, TokenBucket, refusal
 from .connection import HostConnection, RequestContext, Send
@@ -34,6 +34,11 @@ class Call:
         # Called once, right after `done` is set: lets the HTTP writer learn of the end without a
         # task of its own that only waits for `done` (one spawn less on every request).
         self.on_done: Callable[[], None] | None = None
+        self.cut: str | None = None  # set when the daemon cuts the call: it is answered with this error
+
+    def cut_short(self, reason: str) -> None:
+        self.cut = reason
+        self.scope.cancel()
 
     def when_done(self, hook: Callable[[], None]) -> None:
         if self.done.is_set():
@@ -52,6 +57,7 @@ class HostRouter:
         self.registry = registry
         self.tg: TaskGroup | None = None
         self.connections: dict[str, HostConnection] = {}
+        self.running: set[Call] = set()
 
     def over_budget(self, conn: HostConnection) -> RateLimited | None:
         """The refusal for a request beyond the connection's rate, or None when it may go."""
@@ -133,6 +139,7 @@ class HostRouter:
         """A call about to run (in the caller's task with `run`, or detached with `start`)."""
         call = Call()
         ctx.conn.in_flight[msg.id] = call.scope
+        self.running.add(call)
         self.registry.seen(ctx.conn.record_id)
         return call
 
@@ -141,10 +148,13 @@ class HostRouter:
         try:
             with call.scope:
                 call.frame = await self.dispatcher.reply(ctx, msg)
-            # A cancelled request gets no reply at all (cancellation.mdx): frame stays None.
+            if call.frame is None and call.cut is not None and rid is not None:
+                call.frame = jsonrpc.error_from(rid, InternalError(call.cut))
+            # A request its host cancelled gets no reply at all (cancellation.mdx): frame stays None.
             if call.frame is not None:
                 emit(ctx.revision, msg.method, call.frame)
         finally:
+            self.running.discard(call)
             if ctx.conn.in_flight.get(rid) is call.scope:
                 del ctx.conn.in_flight[rid]
             call.done.set()
@@ -155,6 +165,14 @@ class HostRouter:
         """Run `fn(*args)` under the daemon's task group (outliving the request that asked)."""
         assert self.tg is not None, "router not started"
         self.tg.start_soon(fn, *args)
+
+    def cut_all(self, reason: str) -> int:
+        """At shutdown: every running request ends now with an error naming `reason`, instead of
+        being killed by the server's grace timeout with no JSON-RPC reply at all."""
+        running = list(self.running)
+        for call in running:
+            call.cut_short(reason)
+        return len(running)
 
     def cancel(self, conn: HostConnection, params: dict[str, Any]) -> None:
         scope = conn.in_flight.get(params.get("requestId"))

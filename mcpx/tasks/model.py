@@ -6,10 +6,10 @@ either -> completed | failed | cancelled; a terminal status never changes.
 
 from __future__ import annotations
 
-import secrets
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
+from ..ids import opaque_id
 from ..protocol.revisions import Era
 
 Status = Literal["working", "input_required", "completed", "failed", "cancelled"]
@@ -31,7 +31,7 @@ class TransitionError(ValueError):
 
 def new_task_id() -> str:
     """256 random bits: unguessable, as the spec asks where tasks are not bound to a principal."""
-    return secrets.token_urlsafe(32)
+    return opaque_id(32)
 
 
 @dataclass(frozen=True)
