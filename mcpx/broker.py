@@ -90,8 +90,10 @@ class Broker:
         self._closed = reason
         for waiting in list(self._open.values()):
             if waiting.question.status == "open":
-                await self._expire(waiting.question, reason)
-                waiting.error = InternalError(f"question not answered: {reason}")
+                if await self._expire(waiting.question, reason):
+                    waiting.error = InternalError(f"question not answered: {reason}")
+                else:
+                    await self._adopt_stored(waiting)
                 waiting.done.set()
 
     def open_questions(self) -> list[Question]:
@@ -157,7 +159,9 @@ class Broker:
             self._open.pop(q.id, None)
             with anyio.CancelScope(shield=True):
                 if q.status == "open":  # its call ended first (cancelled, timed out), or it expired
-                    await self._expire(q, f"expired after {self.expiry_s:g} s" if expired else "the call ended")
+                    reason = f"expired after {self.expiry_s:g} s" if expired else "the call ended"
+                    if not await self._expire(q, reason):
+                        await self._adopt_stored(waiting)  # another daemon's answer came first
                 if waiting.told_waiting and on_waiting is not None:
                     await self._tell(q, on_waiting, None)  # it waits no more: the host is told so
         if waiting.error is not None:
@@ -175,8 +179,10 @@ class Broker:
             if q.method != "elicitation/create":
                 # The host's own error is its answer: no operator stand-in for sampling or roots.
                 error = exc.error if isinstance(exc, UpstreamError) else {"code": -32603, "message": str(exc)}
-                await self._settle(q, None, error, f"host:{q.connection}")
-                waiting.error = exc if isinstance(exc, (UpstreamError, McpError)) else UpstreamError(error)
+                if await self._settle(q, None, error, f"host:{q.connection}"):
+                    waiting.error = exc if isinstance(exc, (UpstreamError, McpError)) else UpstreamError(error)
+                else:
+                    await self._adopt_stored(waiting)
                 waiting.done.set()
             return  # an elicitation may still be answered by an operator
         await self.answer(q.id, answer, f"host:{q.connection}")
@@ -192,8 +198,10 @@ class Broker:
                 capability = CAPABILITY_FOR.get(q.method, q.method)
                 reason = f"the host did not declare {capability} and no operator is attached"
                 error = MethodNotFound(f"Method not found: {q.method} ({reason})")
-                await self._expire(q, reason, error.to_error())
-                waiting.error = error
+                if await self._expire(q, reason, error.to_error()):
+                    waiting.error = error
+                else:
+                    await self._adopt_stored(waiting)
                 waiting.done.set()
                 return
         if on_waiting is not None:
@@ -228,9 +236,11 @@ class Broker:
         if size > self.max_bytes:
             raise LimitReached("questions.maxBytes", self.max_bytes, f"this answer is {size} bytes", http_status=413)
         with anyio.CancelScope(shield=True):  # the row is written before anyone is woken
-            await self._settle(waiting.question, answer, None, by)
+            taken = await self._settle(waiting.question, answer, None, by)
+            if not taken:  # another daemon's answer is in the row: that one goes upstream
+                await self._adopt_stored(waiting)
         waiting.done.set()
-        return True
+        return taken
 
     async def answer_as_operator(
         self, qid: str, action: Action, *, content: object = None, result: object = None, by: str
@@ -248,10 +258,17 @@ class Broker:
         out = operator_answer(waiting.question, action, content, result)
         if isinstance(out, tuple):
             code, message = out
-            waiting.error = UpstreamError({"code": code, "message": message})
             with anyio.CancelScope(shield=True):
-                await self._settle(waiting.question, None, {"code": code, "message": message}, by, action=action)
+                taken = await self._settle(
+                    waiting.question, None, {"code": code, "message": message}, by, action=action
+                )
+                if taken:
+                    waiting.error = UpstreamError({"code": code, "message": message})
+                else:
+                    await self._adopt_stored(waiting)
             waiting.done.set()
+            if not taken:
+                raise NotOpen(f"question {qid} was answered meanwhile")
         elif not await self.answer(qid, out, by):
             raise NotOpen(f"question {qid} was answered meanwhile")
         return waiting.question
@@ -262,35 +279,60 @@ class Broker:
         """A question open on another daemon that shares the store (its task runs there): the answer
         is written to its row here, and the daemon running the task is told its id, reads the row
         and hands the upstream exactly that answer (take_stored_answer)."""
-        assert q.task_id is not None
         out = operator_answer(q, action, content, result)
         if isinstance(out, tuple):
             code, message = out
-            await self._settle(q, None, {"code": code, "message": message}, by, action=action)
+            taken = await self._settle(q, None, {"code": code, "message": message}, by, action=action)
         else:
-            await self._settle(q, out, None, by)
+            taken = await self._settle(q, out, None, by)
+        if not taken:
+            raise NotOpen(f"question {q.id} was answered meanwhile")
+        assert q.task_id is not None
         await self.store.forward(q.task_id, f"answer:{q.id}")
         return q
+
+    async def answer_elsewhere(self, qid: str, task_id: str, answer: object, by: str) -> bool:
+        """A host's `tasks/update` answer to a key of its task that is asked on another daemon (the
+        one running the task): written to the question's row if it is still open, then forwarded.
+        False when the key is no open question of that task, or another answer came first."""
+        if qid in self._open or not isinstance(answer, dict):
+            return False
+        stored = await self.store.get_question(qid)
+        if stored is None or stored.status != "open" or stored.task_id != task_id:
+            return False
+        size = _json_size(answer)
+        if size > self.max_bytes:
+            raise LimitReached("questions.maxBytes", self.max_bytes, f"this answer is {size} bytes", http_status=413)
+        if not await self._settle(stored, answer, None, by):
+            return False
+        await self.store.forward(task_id, f"answer:{qid}")
+        return True
 
     async def take_stored_answer(self, qid: str) -> None:
         """Another daemon answered a question asked here (its row says how): the asker gets that."""
         waiting = self._open.get(qid)
         if waiting is None or waiting.question.status != "open":
             return
-        stored = await self.store.get_question(qid)
-        if stored is None or stored.status != "answered":
-            return
+        if await self._adopt_stored(waiting):
+            waiting.done.set()
+
+    async def _adopt_stored(self, waiting: _Waiting) -> bool:
+        """The question's row was closed by another daemon: take its answer (or error) as ours."""
+        stored = await self.store.get_question(waiting.question.id)
+        if stored is None or stored.status == "open":
+            return False
         q = waiting.question
-        q.status, q.answered_by, q.answer, q.error, q.closed_ms = (
+        q.status, q.answered_by, q.answer, q.error, q.closed_ms, q.reason = (
             stored.status,
             stored.answered_by,
             stored.answer,
             stored.error,
             stored.closed_ms,
+            stored.reason,
         )
         if stored.error is not None:
             waiting.error = UpstreamError(stored.error)
-        waiting.done.set()
+        return True
 
     async def _settle(
         self,
@@ -299,8 +341,9 @@ class Broker:
         error: dict[str, Any] | None,
         by: str,
         action: str | None = None,
-    ) -> None:
-        q.status, q.answered_by, q.answer, q.error, q.closed_ms = "answered", by, answer, error, _now_ms()
+    ) -> bool:
+        """Close `q` as answered. The first answer wins, across daemons too: False, and `q` left
+        as it was, when its row was closed first."""
         data: dict[str, Any] = {
             "by": by,
             "action": action or (answer or {}).get("action") or ("error" if error else "accept"),
@@ -309,20 +352,37 @@ class Broker:
             data["answer"] = answer
         if error is not None:
             data["error"] = error
-        await self._store(q, Event("question.answered", data, q.task_id, q.connection, q.id, by=by), tolerate=True)
+        closed = replace(q, status="answered", answered_by=by, answer=answer, error=error, closed_ms=_now_ms())
+        if not await self._close(closed, Event("question.answered", data, q.task_id, q.connection, q.id, by=by)):
+            return False
+        q.status, q.answered_by, q.answer, q.error, q.closed_ms = "answered", by, answer, error, closed.closed_ms
+        return True
 
-    async def _expire(self, q: Question, reason: str, error: dict[str, Any] | None = None) -> None:
-        q.status, q.answered_by, q.closed_ms, q.reason, q.error = "expired", "mcpx", _now_ms(), reason, error
+    async def _expire(self, q: Question, reason: str, error: dict[str, Any] | None = None) -> bool:
+        """Close `q` unanswered; False (and `q` unchanged) when another daemon's answer came first."""
+        closed = replace(q, status="expired", answered_by="mcpx", closed_ms=_now_ms(), reason=reason, error=error)
         # An elicitation nobody answered in time is declined politely; other kinds have no neutral answer.
         if error is None and q.method == "elicitation/create" and reason.startswith("expired"):
-            q.answer = {"action": "cancel"}
+            closed.answer = {"action": "cancel"}
         event = Event("question.expired", {"reason": reason}, q.task_id, q.connection, q.id, by="mcpx")
-        await self._store(q, event, tolerate=True)
+        if not await self._close(closed, event):
+            return False
+        q.status, q.answered_by, q.closed_ms, q.reason, q.error, q.answer = (
+            closed.status,
+            closed.answered_by,
+            closed.closed_ms,
+            closed.reason,
+            closed.error,
+            closed.answer,
+        )
+        return True
 
-    async def _store(self, q: Question, event: Event, *, tolerate: bool = False) -> None:
+    async def _close(self, closed: Question, event: Event) -> bool:
         try:
-            await self.store.put_question(replace(q), [event])
-        except StoreError as exc:
-            if not tolerate:
-                raise
-            log.warning("question %s: %s not stored: %s", q.id, event.kind, exc)  # the answer still goes through
+            return await self.store.settle_question(closed, [event])
+        except StoreError as exc:  # the answer still goes through; only its record is missing
+            log.warning("question %s: %s not stored: %s", closed.id, event.kind, exc)
+            return True
+
+    async def _store(self, q: Question, event: Event) -> None:
+        await self.store.put_question(replace(q), [event])

@@ -161,8 +161,9 @@ class Operations:
         errors: dict[str, str] = {}
         ignored: list[str] = []
         for key, value in responses.items():
-            q = self.broker.get(key)
-            if q is None or q.task_id != task_id:
+            # Asked here, or (several daemons on one store) by the daemon running the task.
+            q = self.broker.get(key) or await self.store.get_question(key)
+            if q is None or q.task_id != task_id or q.status != "open":
                 ignored.append(key)
                 continue
             try:
@@ -188,7 +189,8 @@ class Operations:
 
     # ---- questions -----------------------------------------------------------------------
     async def questions(self, statuses: frozenset[QuestionStatus], task_id: str | None, limit: int) -> list[Question]:
-        if statuses == frozenset({"open"}) and task_id is None:
+        if statuses == frozenset({"open"}) and task_id is None and self.engine.lease_ms is None:
+            # One daemon holds every open question in memory; on a shared store others hold some.
             return sorted(self.broker.open_questions(), key=lambda q: q.created_ms)
         return await self.store.questions(statuses, task_id, limit)
 

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pgcluster
+import pytest
 from harness import (
     Api,
     Daemon,
@@ -143,3 +144,145 @@ def test_an_operator_on_one_instance_answers_a_question_raised_in_a_task_another
     finally:
         watcher.close()
         feed_a.close()
+
+
+ASKER = {
+    "io.modelcontextprotocol/clientCapabilities": {
+        "elicitation": {},
+        **EXT["io.modelcontextprotocol/clientCapabilities"],
+    }
+}
+TASKS = 1000
+
+
+class _Plan:
+    """One task of the 1,000: what its host asks of it and through which instances."""
+
+    def __init__(self, n: int, rng: random.Random) -> None:
+        self.n = n
+        # 3 in 5 ask a question the host answers (2 of those 3 confirm), 1 in 5 are cancelled while
+        # they ask, 1 in 5 are plain slow calls cancelled while they work.
+        self.kind = ("answer", "answer", "answer", "cancel-asking", "cancel-working")[n % 5]
+        self.confirm = n % 2 == 0
+        self.owner = rng.choice(NAMES)
+        self.task_id = ""
+        self.status = ""  # the last status a tasks/get showed
+        self.final: dict[str, Any] = {}
+        self.acted = ""  # the instance it was answered or cancelled through
+        self.via: list[str] = []  # the instances each request went through
+
+    @property
+    def wanted(self) -> str:
+        return "completed" if self.kind == "answer" else "cancelled"
+
+    @property
+    def text(self) -> str:
+        return f"{'Deleted' if self.confirm else 'Kept'} f{self.n}.txt"
+
+
+@pytest.mark.timeout(240)
+def test_1000_tasks_on_three_instances_polled_updated_and_cancelled_through_random_ones_end_as_asked(
+    start_daemon: Any, tmp_path: Path, pg_cluster: pgcluster.Cluster
+) -> None:
+    """Every request goes to a random instance: tasks/get answered from the database, tasks/update
+    and tasks/cancel forwarded to the owner by NOTIFY when they land elsewhere. Every task ends in
+    the state its host asked for, with the answer it was given, and the feed of one instance holds
+    every instance's events in one gap-free sequence."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    url = pg_cluster.database()
+    daemons = {
+        name: start_daemon(
+            {
+                "mcpServers": {"fx": stdio_server(tmp_path, name=f"fx-{name}"), "up": conformance_server()},
+                "keepers": {"enabled": False},
+                "tasks": {"taskAfterMs": 100, "pollFloorMs": 0},
+                "store": {"url": url, "instance": name, "leaseMs": 3000},
+            },
+            name=f"big-{name}",
+        )
+        for name in NAMES
+    }
+    rng = random.Random(1000)
+    plans = [_Plan(n, rng) for n in range(TASKS)]
+    feed = FeedClient(daemons["b"])
+    start_seq = feed.snapshot()["seq"]
+    workers = 8
+    hosts = [{name: RawHost(d.url) for name, d in daemons.items()} for _ in range(workers)]
+
+    def each(step: Any, todo: list[_Plan]) -> None:
+        """`step(plan, hosts)` for every plan, spread over the workers (one RawHost per instance each)."""
+        with ThreadPoolExecutor(workers) as pool:
+            list(pool.map(lambda w: [step(p, hosts[w]) for p in todo[w::workers]], range(workers)))
+
+    def send(p: _Plan, hs: dict[str, RawHost], method: str, params: dict[str, Any], name: str | None = None) -> Any:
+        name = name or rng.choice(NAMES)
+        p.via.append(name)
+        meta = PLAIN_META if p.kind == "cancel-working" else ASKER
+        headers = {"Mcp-Name": params["taskId"]} if "taskId" in params else None
+        frame = hs[name].modern(method, params, meta=meta, headers=headers).json()
+        assert "result" in frame, (method, p.n, frame)
+        return frame["result"]
+
+    def create(p: _Plan, hs: dict[str, RawHost]) -> None:
+        if p.kind == "cancel-working":
+            call = {"name": "fx__slow", "arguments": {"seconds": 120}}
+        else:
+            call = {"name": "confirm_delete", "arguments": {"filename": f"f{p.n}.txt"}}
+        handle = send(p, hs, "tools/call", call, name=p.owner)
+        assert handle["resultType"] == "task", handle
+        p.task_id = handle["taskId"]
+
+    def poll(p: _Plan, hs: dict[str, RawHost]) -> None:
+        got = send(p, hs, "tasks/get", {"taskId": p.task_id})
+        p.status = got["status"]
+        if got["status"] in ("completed", "cancelled", "failed"):
+            p.final = got
+            return
+        if p.acted:
+            return
+        if p.kind == "cancel-working" or (p.kind == "cancel-asking" and got.get("inputRequests")):
+            assert send(p, hs, "tasks/cancel", {"taskId": p.task_id})["resultType"] == "complete"
+            p.acted = p.via[-1]
+        elif p.kind == "answer" and got.get("inputRequests"):
+            [key] = got["inputRequests"]
+            answer = {"action": "accept", "content": {"confirm": p.confirm}}
+            send(p, hs, "tasks/update", {"taskId": p.task_id, "inputResponses": {key: answer}})
+            p.acted = p.via[-1]
+
+    started = time.monotonic()
+    each(create, plans)
+    deadline = time.monotonic() + 60  # about 20 s here
+    while (open_ := [p for p in plans if not p.final]) and time.monotonic() < deadline:
+        each(poll, open_)
+    took = time.monotonic() - started
+    assert not open_, f"{len(open_)} tasks never ended, e.g. {[(p.n, p.kind, p.status) for p in open_[:5]]}"
+
+    wrong = [(p.n, p.kind, p.final.get("status"), p.final.get("statusMessage")) for p in plans if p.status != p.wanted]
+    assert not wrong, f"{len(wrong)} ended otherwise than asked, e.g. {wrong[:5]}"
+    for p in plans:
+        if p.kind == "answer":
+            assert p.final["result"]["content"][0]["text"] == p.text, (p.n, p.final)
+    # The hops that needed forwarding happened: updates and cancels through non-owners.
+    forwarded = sum(1 for p in plans if p.acted != p.owner)
+    assert forwarded > TASKS / 3, forwarded
+
+    ids = {p.task_id for p in plans}
+    wait_until(lambda: ids <= _ended(feed), 30, "b's feed to show every task end")
+    seqs = [e["seq"] for e in feed.events()]
+    assert seqs == list(range(start_seq + 1, start_seq + 1 + len(seqs))), "one gap-free sequence"
+    answered = {e["taskId"]: e["by"] for e in feed.events("question.answered")}
+    assert {p.task_id for p in plans if p.kind == "answer"} <= answered.keys()
+    assert all(by.startswith("host:") for by in answered.values())
+    for hs in hosts:
+        for h in hs.values():
+            h.close()
+    feed.close()
+    print(f"\n{TASKS} tasks on three instances in {took:.1f} s, {forwarded} updates/cancels via a non-owner")
+
+
+PLAIN_META = EXT
+
+
+def _ended(feed: FeedClient) -> set[str]:
+    return {e["taskId"] for e in feed.events("task.status") if e["data"].get("status") in ("completed", "cancelled")}

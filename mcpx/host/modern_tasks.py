@@ -198,7 +198,14 @@ class ModernTasks:
 
     async def update(self, ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
         task = await self._find(ctx, params.get("taskId"))
-        await self.engine.answer(task.id, rules.update_responses(params))  # the broker answers the outstanding ones
+        responses = rules.update_responses(params)
+        settled = await self.engine.answer(task.id, responses)  # the broker answers the outstanding ones
+        # Keys of the task asked by no one here: on a shared store, the daemon running the task asks
+        # them; the answer goes to the question's row and that daemon is told (unknown keys: ignored).
+        shared = self.engine.lease_ms is not None
+        for key, value in responses.items():
+            if shared and key not in settled and key in task.input_requests and not self.engine.inputs.outstanding(key):
+                await self.host.broker.answer_elsewhere(key, task.id, value, f"host:{ctx.conn.record_id}")
         return {}
 
     async def cancel(self, ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:

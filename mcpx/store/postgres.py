@@ -94,6 +94,8 @@ _WRITES = WriteSql(
     put_question="INSERT INTO questions (id, body, status, created_ms, task_id) VALUES ($1,$2,$3,$4,$5)"
     " ON CONFLICT (id) DO UPDATE SET body = $2, status = $3, created_ms = $4, task_id = $5,"
     " written = nextval('question_writes')",
+    settle_question="UPDATE questions SET body = $2, status = $3, written = nextval('question_writes')"
+    " WHERE id = $1 AND status = 'open'",
     put_connection="INSERT INTO connections (id, opened_ms, last_seen_ms, closed_ms, body) VALUES ($1,$2,$3,$4,$5)"
     " ON CONFLICT (id) DO UPDATE SET opened_ms = $2, last_seen_ms = $3, closed_ms = $4, body = $5",
     touch_connection="UPDATE connections SET last_seen_ms = $1,"
@@ -279,18 +281,24 @@ class PostgresStore(QueuedWrites):
             if fresh and self.on_commit is not None:
                 self.on_commit(fresh)
 
+    @staticmethod
+    async def _run_ops(db: asyncpg.Connection, write: Write) -> None:
+        for i, (sql, args) in enumerate(write.ops):
+            status = await db.execute(sql, *args)
+            if write.guarded and i == 0 and status.endswith(" 0"):  # "UPDATE 0": closed already
+                write.refused = True
+                return
+
     async def _run_writes(self, db: asyncpg.Connection, batch: list[Write], *, alone: bool) -> None:
         """Every write's statements; with `alone`, each in a savepoint, so a bad one fails by itself."""
         for write in batch:
             if not alone:
-                for sql, args in write.ops:
-                    await db.execute(sql, *args)
+                await self._run_ops(db, write)
                 continue
             savepoint = db.transaction()
             await savepoint.start()
             try:
-                for sql, args in write.ops:
-                    await db.execute(sql, *args)
+                await self._run_ops(db, write)
             except asyncpg.PostgresError as exc:
                 await savepoint.rollback()
                 write.error = exc
@@ -299,7 +307,9 @@ class PostgresStore(QueuedWrites):
                 await savepoint.commit()
 
     async def _write_events(self, db: asyncpg.Connection, batch: list[Write]) -> None:
-        pending = [(write, event) for write in batch if write.error is None for event in write.events]
+        pending = [
+            (write, event) for write in batch if write.error is None and not write.refused for event in write.events
+        ]
         if not pending:
             return
         ts = now_ms()
@@ -327,7 +337,7 @@ class PostgresStore(QueuedWrites):
         """One transaction for the batch; False when a statement failed and it was rolled back
         (only when not `alone`: then each write has its savepoint and a bad one fails by itself)."""
         for write in batch:
-            write.error, write.stored = None, []
+            write.error, write.stored, write.refused = None, [], False
         transaction = db.transaction()
         await transaction.start()
         try:

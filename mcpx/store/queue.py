@@ -28,6 +28,10 @@ class Write:
     done: anyio.Event = field(default_factory=anyio.Event)
     error: Exception | None = None
     stored: list[StoredEvent] = field(default_factory=list)
+    # Guarded: the first statement must change a row, or the write is refused (its other
+    # statements and its events are skipped). First answer wins across daemons this way.
+    guarded: bool = False
+    refused: bool = False
 
 
 class WriteQueue:
@@ -44,9 +48,12 @@ class WriteQueue:
 
     async def submit(self, ops: Sequence[Op], events: Sequence[Event] = ()) -> list[StoredEvent]:
         """Queue one write and return its stored events once its batch committed."""
+        return (await self.submit_write(Write(ops, events))).stored
+
+    async def submit_write(self, write: Write) -> Write:
+        """Queue `write` and return it once its batch committed (StoreError if it failed)."""
         if self._send is None:
             raise StoreError("the store is not open")
-        write = Write(ops, events)
         try:
             await self._send.send(write)
         except (anyio.ClosedResourceError, anyio.BrokenResourceError):
@@ -54,7 +61,7 @@ class WriteQueue:
         await write.done.wait()
         if write.error is not None:
             raise StoreError(f"store write failed: {write.error}")
-        return write.stored
+        return write
 
     async def drain(self, commit: Callable[[list[Write]], Awaitable[None]]) -> None:
         """The writer's loop: hands `commit` everything queued at the moment it looks, up to
@@ -81,6 +88,7 @@ class WriteSql:
     delete_task_events: str  # (task_id,)
     delete_task: str  # (task_id,)
     put_question: str  # (id, body, status, created_ms, task_id)
+    settle_question: str  # (id, body, status): only while the row is still open
     put_connection: str  # (id, opened_ms, last_seen_ms, closed_ms, body)
     touch_connection: str  # (last_seen_ms, id)
     put_session: str  # (id, body)
@@ -111,6 +119,13 @@ class QueuedWrites:
     async def put_question(self, question: Question, events: Sequence[Event] = ()) -> list[StoredEvent]:
         args = (question.id, codec.question_body(question), question.status, question.created_ms, question.task_id)
         return await self._write([(self._sql.put_question, args)], events)
+
+    async def settle_question(self, question: Question, events: Sequence[Event] = ()) -> bool:
+        """Write the closed question only if its row is still open: False when another daemon (or
+        an earlier write) closed it first, and then nothing is written."""
+        args = (question.id, codec.question_body(question), question.status)
+        write = await self._queue.submit_write(Write([(self._sql.settle_question, args)], events, guarded=True))
+        return not write.refused
 
     async def put_connection(self, record: ConnectionRecord, events: Sequence[Event] = ()) -> list[StoredEvent]:
         args = (record.id, record.opened_ms, record.last_seen_ms, record.closed_ms, codec.connection_body(record))

@@ -76,6 +76,7 @@ _WRITES = WriteSql(
     delete_task_events="DELETE FROM events WHERE task_id = ?1",
     delete_task="DELETE FROM tasks WHERE id = ?1",
     put_question="INSERT OR REPLACE INTO questions (id, body, status, created_ms, task_id) VALUES (?1,?2,?3,?4,?5)",
+    settle_question="UPDATE questions SET body = ?2, status = ?3 WHERE id = ?1 AND status = 'open'",
     put_connection="INSERT OR REPLACE INTO connections (id, opened_ms, last_seen_ms, closed_ms, body)"
     " VALUES (?1,?2,?3,?4,?5)",
     touch_connection="UPDATE connections SET last_seen_ms = ?1, body = json_set(body, '$.last_seen_ms', ?1)"
@@ -163,9 +164,12 @@ class SqliteStore(QueuedWrites):
                 await db.execute("SAVEPOINT w")
                 try:
                     ts = now_ms()
-                    for sql, args in write.ops:
-                        await db.execute(sql, args)
-                    for event in write.events:
+                    for i, (sql, args) in enumerate(write.ops):
+                        cur = await db.execute(sql, args)
+                        if write.guarded and i == 0 and cur.rowcount == 0:
+                            write.refused = True
+                            break
+                    for event in () if write.refused else write.events:
                         cur = await db.execute(
                             "INSERT INTO events (ts_ms, kind, task_id, connection_id, question_id, by_, body)"
                             " VALUES (?,?,?,?,?,?,?)",

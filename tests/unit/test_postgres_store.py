@@ -5,11 +5,14 @@ bus seeing every store's events exactly once, in order."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import anyio
 import pytest
 from pgcluster import Cluster
 
 from mcpx.events import Event
+from mcpx.questions import Question
 from mcpx.store import StoreError
 from mcpx.store.postgres import SCHEMA_VERSION
 
@@ -92,3 +95,24 @@ async def test_every_store_on_one_database_publishes_every_stores_events_once_in
         assert stored == a.published.events == b.published.events == c.published.events
         mine = [int(e.event.data["status"]) for e in stored if e.event.by == "b"]
         assert mine == list(range(per_store))  # one store's own events keep their order
+
+
+async def test_stores_on_one_database_settling_one_question_together_take_it_once(pg_site: PostgresSite) -> None:
+    """Three daemons answer the same question at once (an operator on each): exactly one wins."""
+    asked = Question("q", "up", "elicitation/create", {"message": "?"}, 1, 600_000, task_id="t")
+    async with opened(pg_site) as a, opened(pg_site) as b, opened(pg_site) as c:
+        await a.store.put_question(asked)
+        won: dict[str, bool] = {}
+        async with anyio.create_task_group() as tg:
+            for name, w in {"a": a, "b": b, "c": c}.items():
+
+                async def answer(name: str = name, w: Running = w) -> None:
+                    closed = replace(asked, status="answered", answered_by=f"operator:{name}", answer={"action": name})
+                    won[name] = await w.store.settle_question(closed, [Event("question.answered", {}, "t", None, "q")])
+
+                tg.start_soon(answer)
+        [winner] = [name for name, took in won.items() if took]
+        stored = await c.store.get_question("q")
+        assert stored is not None and stored.answered_by == f"operator:{winner}"
+        answered = [e for e in await a.store.events_since(0, 100) if e.event.kind == "question.answered"]
+        assert len(answered) == 1

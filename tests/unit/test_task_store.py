@@ -355,6 +355,33 @@ async def test_questions_round_trip_one_row_per_question_newest_first(store_site
     assert committed(store_site, "questions") == {"q1", "q2"}
 
 
+async def test_settling_a_question_takes_only_while_its_row_is_open_the_first_answer_wins(store_site: Site) -> None:
+    async with opened(store_site) as w:
+        await w.store.put_question(question("q1", NOW, task_id="t1"))
+        answers = [
+            question("q1", NOW, task_id="t1", status="answered", answered_by=f"operator:{who}", answer={"action": who})
+            for who in ("ann", "bob", "cy")
+        ]
+        events = [Event("question.answered", {"by": a.answered_by}, "t1", None, "q1") for a in answers]
+        taken: list[bool] = [False] * 3
+
+        async def settle(i: int) -> None:
+            taken[i] = await w.store.settle_question(answers[i], [events[i]])
+
+        async with anyio.create_task_group() as tg:  # queued together: one batch, one transaction
+            for i in range(3):
+                tg.start_soon(settle, i)
+        assert taken.count(True) == 1
+        winner = answers[taken.index(True)]
+        assert await w.store.get_question("q1") == winner
+        kinds = [e.event.data for e in await w.store.events_since(0, 100) if e.event.kind == "question.answered"]
+        assert kinds == [{"by": winner.answered_by}]  # the refused ones wrote no event either
+        expired = replace(winner, status="expired", reason="late")
+        assert not await w.store.settle_question(expired)
+        assert not await w.store.settle_question(question("never", NOW, status="expired"))
+        assert await w.store.get_question("never") is None
+
+
 async def test_questions_asked_in_the_same_millisecond_list_the_latest_written_first(store_site: Site) -> None:
     async with opened(store_site) as w:
         for qid in ("a", "b", "c"):
