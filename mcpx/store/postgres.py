@@ -5,9 +5,10 @@ an upsert committed alone 498 us against psycopg 3's 525 us, a read by key 89 us
 
 Same contract as the SQLite store: one writer connection runs each batch of queued writes in one
 transaction and wakes the writers only after COMMIT; a write's events go in that transaction. The
-events' `seq` is the table's identity. Identities are handed out at INSERT, not at COMMIT, so two
-daemons could commit 8 before 7 and a reader that saw 8 would skip 7: every transaction that writes
-events takes one advisory lock first, which makes commit order the sequence order. The commit then
+events' `seq` comes from a one-row counter (`event_seq`) that the transaction writing events updates
+last: its row lock is held to COMMIT, so commit order is sequence order across daemons (a reader that
+saw 8 cannot later find a 7), and a rolled-back transaction gives its numbers back, so the sequence
+has no holes (an identity column, version 1, kept what a failed commit had drawn). The commit then
 NOTIFYs the new last sequence on EVENTS_CHANNEL (delivered only after the commit); every daemon
 publishes on its bus, in order, the rows after the last one it published, so each bus sees every
 daemon's events once, in sequence order.
@@ -36,7 +37,6 @@ from .sqlite import now_ms
 log = logging.getLogger("mcpx.store")
 
 EVENTS_CHANNEL = "mcpx_events"
-EVENTS_LOCK = 0x6D637078_00000001  # pg_advisory_xact_lock key: "mcpx" + 1, held from the events' INSERT to COMMIT
 MIGRATE_LOCK = 0x6D637078_00000002  # held while one daemon migrates; the others wait, then find it done
 READERS = 4
 
@@ -81,6 +81,14 @@ CREATE TABLE instances (
 );
 """,
     ),
+    (
+        2,
+        """
+CREATE TABLE event_seq (last BIGINT NOT NULL);
+INSERT INTO event_seq SELECT coalesce(max(seq), 0) FROM events;
+ALTER TABLE events ALTER COLUMN seq DROP IDENTITY;
+""",
+    ),
 )
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 
@@ -105,10 +113,12 @@ _WRITES = WriteSql(
     delete_session="DELETE FROM sessions WHERE id = $1",
     trim_events="DELETE FROM events WHERE seq <= $1",
 )
+_NEXT_SEQS = "UPDATE event_seq SET last = last + $1 RETURNING last"  # locks the row until COMMIT
 _INSERT_EVENTS = (
-    "INSERT INTO events (ts_ms, kind, task_id, connection_id, question_id, by_, body)"
-    " SELECT $1, * FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[])"
-    " RETURNING seq"
+    "INSERT INTO events (seq, ts_ms, kind, task_id, connection_id, question_id, by_, body)"
+    " SELECT $2 + n - 1, $1, k, t, c, q, b, d"
+    " FROM unnest($3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[])"
+    " WITH ORDINALITY AS u(k, t, c, q, b, d, n)"
 )
 
 
@@ -265,7 +275,7 @@ class PostgresStore(QueuedWrites):
 
     async def _publish_through(self, seq: int, own: Sequence[StoredEvent] = ()) -> None:
         """Hand on_commit every event up to `seq` not yet handed, in order. Every sequence up to a
-        committed one is committed or gone (EVENTS_LOCK), so reading the rows misses nothing."""
+        committed one is committed (event_seq), so reading the rows misses nothing."""
         async with self._tail:
             if seq <= self._published:
                 return
@@ -313,12 +323,11 @@ class PostgresStore(QueuedWrites):
         if not pending:
             return
         ts = now_ms()
-        await db.execute("SELECT pg_advisory_xact_lock($1)", EVENTS_LOCK)
         columns = list(zip(*(codec.event_row(event) for _, event in pending), strict=True))
-        rows = await db.fetch(_INSERT_EVENTS, ts, *map(list, columns))
-        # Identities are drawn as the rows are inserted, in unnest's order: sorted, they are the events'.
-        for (write, event), seq in zip(pending, sorted(r[0] for r in rows), strict=True):
-            write.stored.append(StoredEvent(seq, ts, event))
+        first = int(await db.fetchval(_NEXT_SEQS, len(pending))) - len(pending) + 1
+        await db.execute(_INSERT_EVENTS, ts, first, *map(list, columns))
+        for n, (write, event) in enumerate(pending):
+            write.stored.append(StoredEvent(first + n, ts, event))
         await db.execute("SELECT pg_notify($1, $2)", EVENTS_CHANNEL, str(write.stored[-1].seq))
 
     async def _commit(self, db: asyncpg.Connection, batch: list[Write]) -> None:
@@ -442,19 +451,14 @@ class PostgresStore(QueuedWrites):
         return int(await self._pool().fetchval("SELECT COALESCE(MIN(seq), 0) FROM events"))
 
     async def last_seq(self) -> int:
-        # The identity's own counter: it never goes back, even when the newest rows were deleted.
-        # (A value drawn by a transaction still running elsewhere is counted a moment early.)
-        value = await self._pool().fetchval(
-            "SELECT last_value FROM pg_sequences WHERE schemaname = current_schema() AND sequencename = $1",
-            "events_seq_seq",
-        )
-        return int(value or 0)
+        # The counter, not the newest row: it never goes back, even when the newest rows were deleted.
+        return int(await self._pool().fetchval("SELECT last FROM event_seq"))
 
     async def snapshot(self, task_limit: int) -> Snapshot:
         """Open connections (and closed ones that still own tasks), every unfinished task and the
         newest `task_limit` tasks, and the open questions, all as of one sequence number."""
         async with self._pool().acquire() as db, db.transaction(isolation="repeatable_read", readonly=True):
-            # Commits are in sequence order (EVENTS_LOCK), so the newest row seen is the moment seen.
+            # Commits are in sequence order (event_seq), so the newest row seen is the moment seen.
             seq = int(await db.fetchval("SELECT COALESCE(MAX(seq), 0) FROM events"))
             rows = await db.fetch(
                 "SELECT body FROM tasks WHERE NOT (status = ANY($1::text[])) UNION"

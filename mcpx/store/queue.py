@@ -112,9 +112,11 @@ class QueuedWrites:
         return await self._write([(self._sql.put_task, self._task_args(task))], events)
 
     async def delete_task(self, task_id: str, events: Sequence[Event] = ()) -> list[StoredEvent]:
-        """The row and its events go together (retention); `events` (task.expired) come after."""
-        ops: list[Op] = [(self._sql.delete_task_events, (task_id,)), (self._sql.delete_task, (task_id,))]
-        return await self._write(ops, events)
+        """The row and its events go together (retention); `events` (task.expired) come after.
+        Guarded: when the row is gone already (every daemon on a shared store sweeps expiry), nothing
+        is written, so a task expires once."""
+        ops: list[Op] = [(self._sql.delete_task, (task_id,)), (self._sql.delete_task_events, (task_id,))]
+        return (await self._queue.submit_write(Write(ops, events, guarded=True))).stored
 
     async def put_question(self, question: Question, events: Sequence[Event] = ()) -> list[StoredEvent]:
         args = (question.id, codec.question_body(question), question.status, question.created_ms, question.task_id)
