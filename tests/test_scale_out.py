@@ -286,3 +286,46 @@ PLAIN_META = EXT
 
 def _ended(feed: FeedClient) -> set[str]:
     return {e["taskId"] for e in feed.events("task.status") if e["data"].get("status") in ("completed", "cancelled")}
+
+
+def test_a_legacy_session_outlives_its_instance_and_goes_on_at_another(
+    start_daemon: Any, tmp_path: Path, raw_host: Any, pg_cluster: pgcluster.Cluster
+) -> None:
+    """A 2025-11-25 session opened on a, which is then SIGKILLed: the host points at b with the same
+    Mcp-Session-Id and goes on (its tasks listed, the cut one failed, new calls, DELETE)."""
+    url = pg_cluster.database()
+    a, b = (
+        start_daemon(
+            {
+                "mcpServers": {"fx": stdio_server(tmp_path, name=f"fx-{name}")},
+                "keepers": {"enabled": False},
+                "store": {"url": url, "instance": name, "leaseMs": LEASE_MS},
+            },
+            name=f"s-{name}",
+        )
+        for name in ("a", "b")
+    )
+    host = raw_host(a.url)
+    host.initialize()
+    done = host.legacy("tools/call", {"name": "fx__echo", "arguments": {"text": "before"}, "task": {}}).json()
+    cut = host.legacy("tools/call", {"name": "fx__slow", "arguments": {"seconds": 60}, "task": {}}).json()
+    done_id, cut_id = done["result"]["task"]["taskId"], cut["result"]["task"]["taskId"]
+    wait_until(lambda: host.legacy("tasks/get", {"taskId": done_id}).json()["result"]["status"] == "completed")
+    a.stop(signal.SIGKILL)
+
+    host.url = b.url  # the same session id, another instance
+    listed = {t["taskId"]: t for t in host.legacy("tasks/list").json()["result"]["tasks"]}
+    assert listed.keys() == {done_id, cut_id}
+    result = reply_of(host.legacy("tasks/result", {"taskId": done_id}))["result"]
+    assert result["content"][0]["text"] == "before"
+    ended = wait_until(
+        lambda: (t := host.legacy("tasks/get", {"taskId": cut_id}).json()["result"])["status"] != "working" and t,
+        timeout=3 * LEASE_MS / 1000 + 5,
+        what="b to take a's cut call over",
+    )
+    assert ended["status"] == "failed" and "instance a was lost" in ended["statusMessage"]
+    again = host.legacy("tools/call", {"name": "fx__echo", "arguments": {"text": "after"}})
+    assert reply_of(again)["result"]["content"][0]["text"] == "after"
+    assert host.client.delete(b.url, headers=host._legacy_headers()).status_code in (200, 204)
+    gone = host.legacy("tools/call", {"name": "fx__echo", "arguments": {"text": "x"}})
+    assert gone.status_code == 404, gone.text
