@@ -25,7 +25,7 @@ from ..protocol.errors import InternalError, UpstreamUnavailable
 from ..protocol.jsonrpc import Id
 from ..protocol.revisions import Era
 from ..tasks.engine import TaskEngine, current_run, now_ms
-from ..upstream import reclaim, upstream_tasks
+from ..upstream import foreign_session, reclaim, upstream_tasks
 from ..upstream.pool import Route, UpstreamServer
 from ..upstream.session import RELAYED_CLIENT_CAPS, OnNotify, OnSent, UpstreamSession
 from .asking import Asker
@@ -238,7 +238,7 @@ class UpstreamCalls:
                 await engine.set_status_message(task_run.task_id, message)
 
         async def remember(upstream_task_id: str) -> None:
-            await engine.set_upstream_task(task_run, upstream_task_id)
+            await engine.set_upstream_task(task_run, upstream_task_id, foreign_session.session_id_of(session))
 
         async def on_input(requests: dict[str, Any]) -> dict[str, Any]:
             if ctx.era == "modern":

@@ -97,6 +97,7 @@ class Run:
         # daemon), or when the run ends: a legacy task's handle waits for it (create()).
         self.anchored = anyio.Event()
         self.upstream_task_id: str | None = None  # the upstream's own task, when the call is one
+        self.upstream_session: str | None = None  # the upstream HTTP session it was made in (Task.upstream_session)
         self.upstream_request: str | None = None  # a plain call to a kept server (Task.upstream_request)
         self.outcome: Outcome | None = None
         self.result: dict[str, Any] | None = None
@@ -243,13 +244,15 @@ class TaskEngine:
 
         self._start(run, carry_on)
 
-    async def set_upstream_task(self, run: Run, upstream_task_id: str) -> None:
-        """The call under `run` became an upstream task: remember its id, durably once the run
-        is a task (so a restarted daemon resumes it instead of failing it)."""
+    async def set_upstream_task(self, run: Run, upstream_task_id: str, session: str | None = None) -> None:
+        """The call under `run` became an upstream task (made in upstream HTTP session `session`,
+        if any): remember its id, durably once the run is a task (so a restarted daemon, or another
+        one sharing the store, resumes it instead of failing it)."""
         run.upstream_task_id = upstream_task_id
+        run.upstream_session = session
         try:
             if run.task_id is not None:
-                await self._store_upstream_id(run.task_id, upstream_task_id)
+                await self._store_upstream_id(run.task_id, upstream_task_id, session)
         finally:
             run.anchored.set()
 
@@ -276,9 +279,11 @@ class TaskEngine:
         """A task's cut call turned out (after a restart) to have become this upstream task."""
         await self._store_upstream_id(task_id, upstream_task_id)
 
-    async def _store_upstream_id(self, task_id: str, upstream_task_id: str) -> None:
+    async def _store_upstream_id(self, task_id: str, upstream_task_id: str, session: str | None = None) -> None:
         def update(current: Task) -> Task | None:
-            return None if current.terminal else replace(current, upstream_task_id=upstream_task_id)
+            if current.terminal:
+                return None
+            return replace(current, upstream_task_id=upstream_task_id, upstream_session=session)
 
         await self.change(task_id, update)
 
@@ -351,7 +356,7 @@ class TaskEngine:
     async def adopt(self, run: Run, task: Task, *, by: str | None = None) -> Task:
         """Turn a running call into a task: commit the row, then let the outcome land in it."""
         if run.upstream_task_id is not None:
-            task = replace(task, upstream_task_id=run.upstream_task_id)
+            task = replace(task, upstream_task_id=run.upstream_task_id, upstream_session=run.upstream_session)
         if run.upstream_request is not None:
             task = replace(task, upstream_request=run.upstream_request)
         if run.status_message is not None:
@@ -363,7 +368,9 @@ class TaskEngine:
         self.frames.add(task.id, run.pending_frames)
         run.pending_frames = []
         if run.upstream_task_id is not None and run.upstream_task_id != task.upstream_task_id:
-            await self._store_upstream_id(task.id, run.upstream_task_id)  # it arrived during the put
+            await self._store_upstream_id(
+                task.id, run.upstream_task_id, run.upstream_session
+            )  # it arrived during the put
         if run.upstream_request is not None and run.upstream_request != task.upstream_request:
             await self.set_upstream_request(run, run.upstream_request)  # likewise
         if run.done.is_set() and run.outcome is not None:  # it finished while the row was written

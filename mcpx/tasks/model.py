@@ -51,6 +51,9 @@ class Task:
     result: dict[str, Any] | None = None  # the CallToolResult, as the upstream sent it
     error: dict[str, Any] | None = None  # a JSON-RPC error object
     upstream_task_id: str | None = None
+    # The 2025-11-25 HTTP session (Mcp-Session-Id) that upstream task was made in: some servers
+    # scope task ids to it, so whichever daemon follows the task later asks in that session.
+    upstream_session: str | None = None
     # "<server run>/<request id>" of a plain call to a kept stdio server: a restarted daemon
     # claims that request's reply from the same server process (upstream/reclaim.py).
     upstream_request: str | None = None

@@ -18,6 +18,7 @@ from ..protocol import jsonrpc
 from ..protocol.errors import InvalidParams, LimitReached, McpError, UpstreamError, UpstreamUnavailable
 from . import http_session_record
 from .catalogue import CHANGED, KINDS, Naming, template_matches, valid_items
+from .foreign_session import ForeignSessions
 from .http import HttpTransport
 from .keeper_transport import KeeperTransport, retire_unconfigured
 from .session import UpstreamSession
@@ -508,8 +509,10 @@ class UpstreamPool:
             for key, cfg in config.active_servers.items()
         }
         self._listings: dict[str, tuple[list[list[dict[str, Any]]], list[Route], dict[str, Route]]] = {}
+        self.foreign = ForeignSessions()  # other daemons' upstream sessions, to follow their tasks in
 
     async def run(self, tg: TaskGroup) -> None:
+        self.foreign.tg = tg
         if self.keepers_folder is not None and self.keepers_folder.is_dir():
             # Keepers a previous daemon left for servers this config no longer runs under keepers.
             kept = {key for key, s in self.servers.items() if s.keepers is not None}

@@ -516,13 +516,15 @@ async def follow(pool: UpstreamPool, engine: TaskEngine, task: Task, upstream_ta
     async def on_status(status: str, message: str | None) -> None:
         await engine.set_status_message(task.id, message)
 
-    res = await resume(
-        server.ready_session,
-        upstream_task_id,
-        on_input=on_input,
-        keep_upstream=lambda: engine.closing,
-        on_status=on_status,
-    )
+    # Asked in the session the task was made in (another daemon's, when this one took it over).
+    async with pool.foreign.session_for(server, task.upstream_session) as get_session:
+        res = await resume(
+            get_session,
+            upstream_task_id,
+            on_input=on_input,
+            keep_upstream=lambda: engine.closing,
+            on_status=on_status,
+        )
     return shaping.call_result_for(res, LEGACY_LATEST if task.era == "legacy" else MODERN)
 
 

@@ -326,12 +326,13 @@ async def test_wait_terminal_wakes_for_an_outcome_that_lands_while_it_reads_the_
 
 
 async def test_a_task_that_became_an_upstream_task_records_its_id_durably(tmp_path: Path) -> None:
+    """With the upstream session it was made in: a daemon that takes the task over asks there."""
     recorded = anyio.Event()
 
     async def call(task: Task) -> dict[str, Any]:
         run = current_run()
         assert run is not None and run.task_id == task.id
-        await engine.set_upstream_task(run, "up-7")
+        await engine.set_upstream_task(run, "up-7", "session-1")
         recorded.set()
         await anyio.Event().wait()
         raise AssertionError("unreachable")
@@ -342,8 +343,33 @@ async def test_a_task_that_became_an_upstream_task_records_its_id_durably(tmp_pa
             await recorded.wait()
         stored = await engine.store.get_task(task.id)
         kinds = [e.event.kind for e in of(engine, task.id)]
-    assert stored is not None and stored.upstream_task_id == "up-7"
+    assert stored is not None and (stored.upstream_task_id, stored.upstream_session) == ("up-7", "session-1")
     assert kinds == ["task.created"]  # nothing a host or operator sees changed
+
+
+async def test_a_call_adopted_as_a_task_after_it_became_an_upstream_task_keeps_its_session(tmp_path: Path) -> None:
+    async with running(tmp_path / "mcpx.db") as engine:
+        became = anyio.Event()
+
+        async def call() -> dict[str, Any]:
+            run = current_run()
+            assert run is not None and run.task_id is None
+            await engine.set_upstream_task(run, "up-8", "session-2")
+            became.set()
+            await anyio.Event().wait()
+            raise AssertionError("unreachable")
+
+        run = engine.begin("modern", call)
+        with anyio.fail_after(5):
+            await became.wait()
+        task = engine.new_record(
+            owner=OWNER, connection="c-1", upstream="up", tool="slow", arguments={}, era="modern",
+            ttl_ms=60_000, poll_ms=1000,
+        )  # fmt: skip
+        await engine.adopt(run, task, by="host:c-1")
+        stored = await engine.store.get_task(task.id)
+        engine.stop_work(task.id)
+    assert stored is not None and (stored.upstream_task_id, stored.upstream_session) == ("up-8", "session-2")
 
 
 @pytest.mark.parametrize("anchor", ["upstream request", "upstream task"])
