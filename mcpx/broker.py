@@ -90,10 +90,8 @@ class Broker:
         self._closed = reason
         for waiting in list(self._open.values()):
             if waiting.question.status == "open":
-                if await self._expire(waiting.question, reason):
+                if await self._expire(waiting.question, reason, waiting=waiting):
                     waiting.error = InternalError(f"question not answered: {reason}")
-                else:
-                    await self._adopt_stored(waiting)
                 waiting.done.set()
 
     def open_questions(self) -> list[Question]:
@@ -135,7 +133,7 @@ class Broker:
         waiting = _Waiting(q)
         self._open[q.id] = waiting
         try:
-            await self._store(q, Event("question.opened", q.wire(), task_id, connection, q.id))
+            await self.store.put_question(replace(q), [Event("question.opened", q.wire(), task_id, connection, q.id)])
         except StoreError as exc:
             self._open.pop(q.id, None)
             raise InternalError(f"mcpx could not record the upstream's {method}: {exc}") from None
@@ -160,8 +158,7 @@ class Broker:
             with anyio.CancelScope(shield=True):
                 if q.status == "open":  # its call ended first (cancelled, timed out), or it expired
                     reason = f"expired after {self.expiry_s:g} s" if expired else "the call ended"
-                    if not await self._expire(q, reason):
-                        await self._adopt_stored(waiting)  # another daemon's answer came first
+                    await self._expire(q, reason, waiting=waiting)
                 if waiting.told_waiting and on_waiting is not None:
                     await self._tell(q, on_waiting, None)  # it waits no more: the host is told so
         if waiting.error is not None:
@@ -179,10 +176,8 @@ class Broker:
             if q.method != "elicitation/create":
                 # The host's own error is its answer: no operator stand-in for sampling or roots.
                 error = exc.error if isinstance(exc, UpstreamError) else {"code": -32603, "message": str(exc)}
-                if await self._settle(q, None, error, f"host:{q.connection}"):
+                if await self._settle(q, None, error, f"host:{q.connection}", waiting=waiting):
                     waiting.error = exc if isinstance(exc, (UpstreamError, McpError)) else UpstreamError(error)
-                else:
-                    await self._adopt_stored(waiting)
                 waiting.done.set()
             return  # an elicitation may still be answered by an operator
         await self.answer(q.id, answer, f"host:{q.connection}")
@@ -198,10 +193,8 @@ class Broker:
                 capability = CAPABILITY_FOR.get(q.method, q.method)
                 reason = f"the host did not declare {capability} and no operator is attached"
                 error = MethodNotFound(f"Method not found: {q.method} ({reason})")
-                if await self._expire(q, reason, error.to_error()):
+                if await self._expire(q, reason, error.to_error(), waiting=waiting):
                     waiting.error = error
-                else:
-                    await self._adopt_stored(waiting)
                 waiting.done.set()
                 return
         if on_waiting is not None:
@@ -232,13 +225,9 @@ class Broker:
         waiting = self._open.get(qid)
         if waiting is None or waiting.question.status != "open":
             return False
-        size = _json_size(answer)
-        if size > self.max_bytes:
-            raise LimitReached("questions.maxBytes", self.max_bytes, f"this answer is {size} bytes", http_status=413)
+        self._check_answer_size(answer)
         with anyio.CancelScope(shield=True):  # the row is written before anyone is woken
-            taken = await self._settle(waiting.question, answer, None, by)
-            if not taken:  # another daemon's answer is in the row: that one goes upstream
-                await self._adopt_stored(waiting)
+            taken = await self._settle(waiting.question, answer, None, by, waiting=waiting)
         waiting.done.set()
         return taken
 
@@ -259,13 +248,10 @@ class Broker:
         if isinstance(out, tuple):
             code, message = out
             with anyio.CancelScope(shield=True):
-                taken = await self._settle(
-                    waiting.question, None, {"code": code, "message": message}, by, action=action
-                )
+                error = {"code": code, "message": message}
+                taken = await self._settle(waiting.question, None, error, by, action=action, waiting=waiting)
                 if taken:
-                    waiting.error = UpstreamError({"code": code, "message": message})
-                else:
-                    await self._adopt_stored(waiting)
+                    waiting.error = UpstreamError(error)
             waiting.done.set()
             if not taken:
                 raise NotOpen(f"question {qid} was answered meanwhile")
@@ -282,13 +268,11 @@ class Broker:
         out = operator_answer(q, action, content, result)
         if isinstance(out, tuple):
             code, message = out
-            taken = await self._settle(q, None, {"code": code, "message": message}, by, action=action)
+            taken = await self._settle_for_owner(q, None, {"code": code, "message": message}, by, action)
         else:
-            taken = await self._settle(q, out, None, by)
+            taken = await self._settle_for_owner(q, out, None, by)
         if not taken:
             raise NotOpen(f"question {q.id} was answered meanwhile")
-        assert q.task_id is not None
-        await self.store.forward(q.task_id, f"answer:{q.id}")
         return q
 
     async def answer_elsewhere(self, qid: str, task_id: str, answer: object, by: str) -> bool:
@@ -300,13 +284,29 @@ class Broker:
         stored = await self.store.get_question(qid)
         if stored is None or stored.status != "open" or stored.task_id != task_id:
             return False
+        self._check_answer_size(answer)
+        return await self._settle_for_owner(stored, answer, None, by)
+
+    async def _settle_for_owner(
+        self,
+        q: Question,
+        answer: dict[str, Any] | None,
+        error: dict[str, Any] | None,
+        by: str,
+        action: str | None = None,
+    ) -> bool:
+        """Close a question another daemon asked in its row, then tell that daemon (it hands the
+        upstream exactly what the row says: take_stored_answer). False when it was closed first."""
+        if not await self._settle(q, answer, error, by, action=action):
+            return False
+        assert q.task_id is not None  # only a task's questions are answered across daemons
+        await self.store.forward(q.task_id, f"answer:{q.id}")
+        return True
+
+    def _check_answer_size(self, answer: dict[str, Any]) -> None:
         size = _json_size(answer)
         if size > self.max_bytes:
             raise LimitReached("questions.maxBytes", self.max_bytes, f"this answer is {size} bytes", http_status=413)
-        if not await self._settle(stored, answer, None, by):
-            return False
-        await self.store.forward(task_id, f"answer:{qid}")
-        return True
 
     async def take_stored_answer(self, qid: str) -> None:
         """Another daemon answered a question asked here (its row says how): the asker gets that."""
@@ -341,9 +341,11 @@ class Broker:
         error: dict[str, Any] | None,
         by: str,
         action: str | None = None,
+        *,
+        waiting: _Waiting | None = None,
     ) -> bool:
         """Close `q` as answered. The first answer wins, across daemons too: False, and `q` left
-        as it was, when its row was closed first."""
+        as it was, when its row was closed first (then `waiting`, if given, takes the row's answer)."""
         data: dict[str, Any] = {
             "by": by,
             "action": action or (answer or {}).get("action") or ("error" if error else "accept"),
@@ -353,19 +355,23 @@ class Broker:
         if error is not None:
             data["error"] = error
         closed = replace(q, status="answered", answered_by=by, answer=answer, error=error, closed_ms=_now_ms())
-        if not await self._close(closed, Event("question.answered", data, q.task_id, q.connection, q.id, by=by)):
+        event = Event("question.answered", data, q.task_id, q.connection, q.id, by=by)
+        if not await self._close(closed, event, waiting):
             return False
         q.status, q.answered_by, q.answer, q.error, q.closed_ms = "answered", by, answer, error, closed.closed_ms
         return True
 
-    async def _expire(self, q: Question, reason: str, error: dict[str, Any] | None = None) -> bool:
-        """Close `q` unanswered; False (and `q` unchanged) when another daemon's answer came first."""
+    async def _expire(
+        self, q: Question, reason: str, error: dict[str, Any] | None = None, *, waiting: _Waiting | None = None
+    ) -> bool:
+        """Close `q` unanswered; False (and `q` unchanged) when another daemon's answer came first
+        (then `waiting`, if given, takes that answer)."""
         closed = replace(q, status="expired", answered_by="mcpx", closed_ms=_now_ms(), reason=reason, error=error)
         # An elicitation nobody answered in time is declined politely; other kinds have no neutral answer.
         if error is None and q.method == "elicitation/create" and reason.startswith("expired"):
             closed.answer = {"action": "cancel"}
         event = Event("question.expired", {"reason": reason}, q.task_id, q.connection, q.id, by="mcpx")
-        if not await self._close(closed, event):
+        if not await self._close(closed, event, waiting):
             return False
         q.status, q.answered_by, q.closed_ms, q.reason, q.error, q.answer = (
             closed.status,
@@ -377,12 +383,12 @@ class Broker:
         )
         return True
 
-    async def _close(self, closed: Question, event: Event) -> bool:
+    async def _close(self, closed: Question, event: Event, waiting: _Waiting | None) -> bool:
         try:
-            return await self.store.settle_question(closed, [event])
+            taken = await self.store.settle_question(closed, [event])
         except StoreError as exc:  # the answer still goes through; only its record is missing
             log.warning("question %s: %s not stored: %s", closed.id, event.kind, exc)
             return True
-
-    async def _store(self, q: Question, event: Event) -> None:
-        await self.store.put_question(replace(q), [event])
+        if not taken and waiting is not None:
+            await self._adopt_stored(waiting)  # another daemon's answer is in the row: that one goes upstream
+        return taken

@@ -189,7 +189,7 @@ class Operations:
 
     # ---- questions -----------------------------------------------------------------------
     async def questions(self, statuses: frozenset[QuestionStatus], task_id: str | None, limit: int) -> list[Question]:
-        if statuses == frozenset({"open"}) and task_id is None and self.engine.lease_ms is None:
+        if statuses == frozenset({"open"}) and task_id is None and not self.engine.shares_store:
             # One daemon holds every open question in memory; on a shared store others hold some.
             return sorted(self.broker.open_questions(), key=lambda q: q.created_ms)
         return await self.store.questions(statuses, task_id, limit)

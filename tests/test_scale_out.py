@@ -152,6 +152,7 @@ ASKER = {
         **EXT["io.modelcontextprotocol/clientCapabilities"],
     }
 }
+PLAIN_META = EXT
 TASKS = 1000
 
 
@@ -160,7 +161,7 @@ class _Plan:
 
     def __init__(self, n: int, rng: random.Random) -> None:
         self.n = n
-        # 3 in 5 ask a question the host answers (2 of those 3 confirm), 1 in 5 are cancelled while
+        # 3 in 5 ask a question the host answers (confirming on even n), 1 in 5 are cancelled while
         # they ask, 1 in 5 are plain slow calls cancelled while they work.
         self.kind = ("answer", "answer", "answer", "cancel-asking", "cancel-working")[n % 5]
         self.confirm = n % 2 == 0
@@ -279,9 +280,6 @@ def test_1000_tasks_on_three_instances_polled_updated_and_cancelled_through_rand
             h.close()
     feed.close()
     print(f"\n{TASKS} tasks on three instances in {took:.1f} s, {forwarded} updates/cancels via a non-owner")
-
-
-PLAIN_META = EXT
 
 
 def _ended(feed: FeedClient) -> set[str]:

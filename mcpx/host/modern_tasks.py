@@ -202,7 +202,7 @@ class ModernTasks:
         settled = await self.engine.answer(task.id, responses)  # the broker answers the outstanding ones
         # Keys of the task asked by no one here: on a shared store, the daemon running the task asks
         # them; the answer goes to the question's row and that daemon is told (unknown keys: ignored).
-        shared = self.engine.lease_ms is not None
+        shared = self.engine.shares_store
         for key, value in responses.items():
             if shared and key not in settled and key in task.input_requests and not self.engine.inputs.outstanding(key):
                 await self.host.broker.answer_elsewhere(key, task.id, value, f"host:{ctx.conn.record_id}")

@@ -108,6 +108,9 @@ class QueuedWrites:
     async def _write(self, ops: Sequence[Op], events: Sequence[Event] = ()) -> list[StoredEvent]:
         return await self._queue.submit(ops, events)
 
+    async def _write_guarded(self, ops: Sequence[Op], events: Sequence[Event]) -> Write:
+        return await self._queue.submit_write(Write(ops, events, guarded=True))
+
     async def put_task(self, task: Task, events: Sequence[Event] = ()) -> list[StoredEvent]:
         return await self._write([(self._sql.put_task, self._task_args(task))], events)
 
@@ -116,7 +119,7 @@ class QueuedWrites:
         Guarded: when the row is gone already (every daemon on a shared store sweeps expiry), nothing
         is written, so a task expires once."""
         ops: list[Op] = [(self._sql.delete_task, (task_id,)), (self._sql.delete_task_events, (task_id,))]
-        return (await self._queue.submit_write(Write(ops, events, guarded=True))).stored
+        return (await self._write_guarded(ops, events)).stored
 
     async def put_question(self, question: Question, events: Sequence[Event] = ()) -> list[StoredEvent]:
         args = (question.id, codec.question_body(question), question.status, question.created_ms, question.task_id)
@@ -126,8 +129,7 @@ class QueuedWrites:
         """Write the closed question only if its row is still open: False when another daemon (or
         an earlier write) closed it first, and then nothing is written."""
         args = (question.id, codec.question_body(question), question.status)
-        write = await self._queue.submit_write(Write([(self._sql.settle_question, args)], events, guarded=True))
-        return not write.refused
+        return not (await self._write_guarded([(self._sql.settle_question, args)], events)).refused
 
     async def put_connection(self, record: ConnectionRecord, events: Sequence[Event] = ()) -> list[StoredEvent]:
         args = (record.id, record.opened_ms, record.last_seen_ms, record.closed_ms, codec.connection_body(record))

@@ -141,6 +141,11 @@ class TaskEngine:
     def closing(self) -> bool:
         return self._closing.is_set()
 
+    @property
+    def shares_store(self) -> bool:
+        """Other daemons use the same store (PostgreSQL): some tasks and questions are theirs."""
+        return self.lease_ms is not None
+
     async def start(self, tg: TaskGroup) -> None:
         """Open the store, settle tasks a previous daemon left running, start writer and expiry."""
         await self.store.open()
@@ -368,9 +373,8 @@ class TaskEngine:
         self.frames.add(task.id, run.pending_frames)
         run.pending_frames = []
         if run.upstream_task_id is not None and run.upstream_task_id != task.upstream_task_id:
-            await self._store_upstream_id(
-                task.id, run.upstream_task_id, run.upstream_session
-            )  # it arrived during the put
+            # It arrived during the put.
+            await self._store_upstream_id(task.id, run.upstream_task_id, run.upstream_session)
         if run.upstream_request is not None and run.upstream_request != task.upstream_request:
             await self.set_upstream_request(run, run.upstream_request)  # likewise
         if run.done.is_set() and run.outcome is not None:  # it finished while the row was written
