@@ -268,11 +268,12 @@ class Broker:
         out = operator_answer(q, action, content, result)
         if isinstance(out, tuple):
             code, message = out
-            taken = await self._settle_for_owner(q, None, {"code": code, "message": message}, by, action)
+            taken = await self._settle(q, None, {"code": code, "message": message}, by, action=action)
         else:
-            taken = await self._settle_for_owner(q, out, None, by)
+            taken = await self._settle(q, out, None, by)
         if not taken:
             raise NotOpen(f"question {q.id} was answered meanwhile")
+        await self._tell_owner(q)
         return q
 
     async def answer_elsewhere(self, qid: str, task_id: str, answer: object, by: str) -> bool:
@@ -285,23 +286,16 @@ class Broker:
         if stored is None or stored.status != "open" or stored.task_id != task_id:
             return False
         self._check_answer_size(answer)
-        return await self._settle_for_owner(stored, answer, None, by)
-
-    async def _settle_for_owner(
-        self,
-        q: Question,
-        answer: dict[str, Any] | None,
-        error: dict[str, Any] | None,
-        by: str,
-        action: str | None = None,
-    ) -> bool:
-        """Close a question another daemon asked in its row, then tell that daemon (it hands the
-        upstream exactly what the row says: take_stored_answer). False when it was closed first."""
-        if not await self._settle(q, answer, error, by, action=action):
+        if not await self._settle(stored, answer, None, by):
             return False
+        await self._tell_owner(stored)
+        return True
+
+    async def _tell_owner(self, q: Question) -> None:
+        """The question's row was closed here; the daemon that asked it hands the upstream exactly
+        what the row says (take_stored_answer)."""
         assert q.task_id is not None  # only a task's questions are answered across daemons
         await self.store.forward(q.task_id, f"answer:{q.id}")
-        return True
 
     def _check_answer_size(self, answer: dict[str, Any]) -> None:
         size = _json_size(answer)
