@@ -12,7 +12,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 
 import pgcluster
-from harness import OPEN_CLIENTS, Daemon, FixtureHttp, RawHost
+from harness import OPEN_CLIENTS, Daemon, FixtureHttp, RawHost, SuiteStore
 
 
 @pytest.fixture(scope="session")
@@ -23,6 +23,16 @@ def pg_cluster() -> Iterator[pgcluster.Cluster]:
         pytest.skip("PostgreSQL (initdb, pg_ctl and a postgres user) is not installed")
     with pgcluster.running() as cluster:
         yield cluster
+
+
+@pytest.fixture(scope="session", params=["sqlite", "postgres"])
+def suite_store(request: pytest.FixtureRequest) -> SuiteStore:
+    """The one store parameter of the live suite: every test that starts a daemon (through
+    `start_daemon` or a module fixture that asks for this) runs once on SQLite and once on
+    PostgreSQL. Session scope: pytest runs each store's tests together, on one cluster."""
+    if request.param == "sqlite":
+        return SuiteStore("sqlite")
+    return SuiteStore("postgres", request.getfixturevalue("pg_cluster"))
 
 
 @pytest.fixture(autouse=True)
@@ -49,13 +59,17 @@ def raw_host() -> Iterator[Callable[[str], RawHost]]:
 
 
 @pytest.fixture
-def start_daemon(tmp_path: Path) -> Iterator[Callable[..., Daemon]]:
+def start_daemon(tmp_path: Path, suite_store: SuiteStore) -> Iterator[Callable[..., Daemon]]:
     """Start `mcpx daemon` processes; each is stopped and its wire log schema-checked at teardown."""
     started: list[Daemon] = []
 
     def start(config: dict[str, Any] | None = None, **kw: Any) -> Daemon:
         d = Daemon(
-            tmp_path, config, name=kw.pop("name", f"daemon{len(started)}"), extra_args=kw.pop("extra_args", None)
+            tmp_path,
+            config,
+            store=suite_store,
+            name=kw.pop("name", f"daemon{len(started)}"),
+            extra_args=kw.pop("extra_args", None),
         )
         started.append(d)
         return d.start(**kw)

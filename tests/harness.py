@@ -6,19 +6,25 @@ each frame is checked against its revision's JSON schema, and a bad frame fails 
 
 from __future__ import annotations
 
+import contextlib
+import itertools
 import json
 import os
+import re
 import signal
 import socket
+import sqlite3
 import subprocess
 import sys
 import threading
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
 import httpx
+import pytest
 from wire_schema import check_wire_log
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -120,36 +126,47 @@ def conformance_server(*args: str, also_tasks: tuple[str, ...] = ()) -> dict[str
     }
 
 
-_SUITE_CLUSTER: list[Any] = []  # the one cluster MCPX_TEST_STORE=postgres starts for the whole run
+@dataclass(frozen=True)
+class SuiteStore:
+    """Where the daemons of a test keep their state: the embedded SQLite file in each state folder,
+    or PostgreSQL, a fresh database on the run's cluster for each daemon. The `suite_store` fixture
+    (conftest) runs every daemon test on both."""
+
+    kind: str  # "sqlite" | "postgres"
+    cluster: Any = None  # pgcluster.Cluster when kind == "postgres"
+
+    def entry(self) -> dict[str, str] | None:
+        """The `store` config entry a new daemon gets (None: the SQLite default)."""
+        return {"url": str(self.cluster.database())} if self.kind == "postgres" else None
 
 
-def _suite_database() -> str:
-    """A fresh database on a cluster started once for the run (stopped at exit)."""
-    import atexit
-
-    import pgcluster
-
-    if not _SUITE_CLUSTER:
-        running = pgcluster.running()
-        _SUITE_CLUSTER.append(running.__enter__())
-        atexit.register(running.__exit__, None, None, None)
-    return str(_SUITE_CLUSTER[0].database())
+SQLITE = SuiteStore("sqlite")
+# A test of the SQLite file itself (its mode, a full disk) runs on that store only.
+sqlite_only = pytest.mark.parametrize("suite_store", ["sqlite"], indirect=True)
+# A test whose daemons name their PostgreSQL store in their own config runs once.
+postgres_only = pytest.mark.parametrize("suite_store", ["postgres"], indirect=True)
 
 
 class Daemon:
-    """`mcpx daemon` as a real process on 127.0.0.1 with its own state folder. With the environment
-    variable MCPX_TEST_STORE=postgres, every daemon a test starts without a `store` of its own keeps
-    its state in a fresh PostgreSQL database instead (the whole live suite on the shared store)."""
+    """`mcpx daemon` as a real process on 127.0.0.1 with its own state folder. A config without a
+    `store` of its own gets `store`'s (a fresh PostgreSQL database, or the SQLite default)."""
 
     def __init__(
-        self, tmp: Path, config: dict[str, Any] | None, *, extra_args: list[str] | None = None, name: str = "daemon"
+        self,
+        tmp: Path,
+        config: dict[str, Any] | None,
+        *,
+        store: SuiteStore,
+        extra_args: list[str] | None = None,
+        name: str = "daemon",
     ) -> None:
         self.tmp = tmp
         self.state_dir = tmp / f"{name}-state"
         self.config_path = tmp / f"{name}-config.json"
         config = dict(config or {"mcpServers": {}})
-        if os.environ.get("MCPX_TEST_STORE") == "postgres" and "store" not in config:
-            config["store"] = {"url": _suite_database()}
+        if "store" not in config and (entry := store.entry()) is not None:
+            config["store"] = entry
+        self.store_url: str | None = config.get("store", {}).get("url")
         self.config_path.write_text(json.dumps(config))
         self.wire_log = tmp / f"{name}-wire.jsonl"
         self.stderr_path = tmp / f"{name}.stderr"
@@ -218,6 +235,28 @@ class Daemon:
 
     def stderr(self) -> str:
         return self.stderr_path.read_text(errors="replace") if self.stderr_path.exists() else ""
+
+    def store_rows(self, sql: str, *args: object) -> list[tuple[Any, ...]]:
+        """Run `sql` (`?` placeholders) on this daemon's store, whichever it is, as another process
+        would: tests read rows behind the daemon's back, or break its tables."""
+        if self.store_url is None:
+            with contextlib.closing(sqlite3.connect(self.state_dir / "mcpx.db")) as db, db:
+                return list(db.execute(sql, args).fetchall())
+        import asyncio
+
+        import asyncpg
+
+        numbers = itertools.count(1)
+        pg_sql = re.sub(r"\?", lambda _: f"${next(numbers)}", sql)
+
+        async def run(url: str) -> list[tuple[Any, ...]]:
+            conn = await asyncpg.connect(url)
+            try:
+                return [tuple(r) for r in await conn.fetch(pg_sql, *args)]
+            finally:
+                await conn.close()
+
+        return asyncio.run(run(self.store_url))
 
     def stop(self, sig: int = signal.SIGTERM) -> int:
         if self.proc is None or self.proc.poll() is not None:

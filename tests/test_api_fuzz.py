@@ -9,16 +9,16 @@ from typing import Any
 
 import pytest
 import schemathesis
-from harness import Api, Daemon, RawHost, stdio_server
+from harness import Api, Daemon, RawHost, SuiteStore, stdio_server
 from hypothesis import HealthCheck, settings
 
 api_schema = schemathesis.pytest.from_fixture("openapi")
 
 
 @pytest.fixture(scope="module")
-def fuzzed_daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Daemon]:
+def fuzzed_daemon(tmp_path_factory: pytest.TempPathFactory, suite_store: SuiteStore) -> Iterator[Daemon]:
     tmp: Path = tmp_path_factory.mktemp("api-fuzz")
-    d = Daemon(tmp, {"mcpServers": {"fx": stdio_server(tmp)}}, name="fuzz")
+    d = Daemon(tmp, {"mcpServers": {"fx": stdio_server(tmp)}}, name="fuzz", store=suite_store)
     d.start()
     with RawHost(d.url) as host:  # something to list: a session, a finished task, a running one
         host.initialize()

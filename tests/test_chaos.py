@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import queue
 import signal
-import sqlite3
 import threading
 import time
 from collections import Counter
@@ -178,12 +177,8 @@ def _outcome(h: Handed) -> tuple[str, str]:
 
 
 def _working_in_store(d: Daemon) -> int:
-    with sqlite3.connect(d.state_dir / "mcpx.db") as db:
-        return int(
-            db.execute("SELECT count(*) FROM tasks WHERE status NOT IN ('completed','failed','cancelled')").fetchone()[
-                0
-            ]
-        )
+    rows = d.store_rows("SELECT count(*) FROM tasks WHERE status NOT IN ('completed','failed','cancelled')")
+    return int(rows[0][0])
 
 
 def _stored_events(d: Daemon) -> list[dict[str, Any]]:

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from harness import ROOT, Daemon
+from harness import ROOT, Daemon, SuiteStore
 
 CONF = ROOT / "tests" / "conformance"
 SHARED = Path(os.environ.get("MCPX_SHARED", ROOT.parent / "shared"))
@@ -44,12 +44,12 @@ def suite() -> Path:
 
 
 @pytest.fixture(scope="module")
-def daemon(tmp_path_factory: pytest.TempPathFactory) -> Any:
+def daemon(tmp_path_factory: pytest.TempPathFactory, suite_store: SuiteStore) -> Any:
     tmp = tmp_path_factory.mktemp("conformance")
     config = json.loads((CONF / "config.json").read_text())
     for server in config["mcpServers"].values():  # run from the repo root, as the config says
         server["cwd"] = str(ROOT)
-    d = Daemon(tmp, config, name="conformance")
+    d = Daemon(tmp, config, name="conformance", store=suite_store)
     d.start()
     yield d
     d.stop()

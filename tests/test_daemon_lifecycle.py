@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from harness import RawHost, stdio_server, wait_until
+from harness import RawHost, sqlite_only, stdio_server, wait_until
 
 
 def _fixture_pids(log: Path) -> list[int]:
@@ -44,6 +44,7 @@ def test_info_file_and_private_token_are_written(start_daemon: Any, tmp_path: Pa
     assert stat.S_IMODE((d.state_dir / "token").stat().st_mode) == 0o600
 
 
+@sqlite_only
 def test_the_state_folder_and_the_database_are_private_even_under_a_loose_umask(
     start_daemon: Any, tmp_path: Path
 ) -> None:

@@ -50,6 +50,7 @@ from harness import (
     Daemon,
     FixtureHttp,
     RawHost,
+    SuiteStore,
     read_jsonl,
     reply_of,
     stdio_server,
@@ -262,7 +263,7 @@ def sdk2_python() -> Path:
 
 @pytest.fixture(scope="module")
 def gateway(
-    request: pytest.FixtureRequest, sdk2_python: Path, tmp_path_factory: pytest.TempPathFactory
+    request: pytest.FixtureRequest, sdk2_python: Path, tmp_path_factory: pytest.TempPathFactory, suite_store: SuiteStore
 ) -> Iterator[Gateway]:
     kind: str = request.param
     tmp = tmp_path_factory.mktemp(kind)
@@ -282,7 +283,7 @@ def gateway(
             proc, url = _start_sdk2_http(sdk2_python, tmp)
             stops.append(lambda: _stop(proc))
             entry = {"url": url}
-        daemon = Daemon(tmp, {"mcpServers": {"up": entry}})
+        daemon = Daemon(tmp, {"mcpServers": {"up": entry}}, store=suite_store)
         stops.insert(0, daemon.stop)  # the daemon goes first, its upstream after it
         daemon.start()
         # The cell ids promise an upstream era: make sure mcpx really speaks that one to it.

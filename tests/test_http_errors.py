@@ -21,6 +21,7 @@ from harness import (
     Api,
     Daemon,
     RawHost,
+    SuiteStore,
     modern_meta,
     read_jsonl,
     reply_of,
@@ -37,21 +38,21 @@ SERVER_INFO_KEY = "io.modelcontextprotocol/serverInfo"
 
 
 @pytest.fixture(scope="module")
-def daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Daemon]:
+def daemon(tmp_path_factory: pytest.TempPathFactory, suite_store: SuiteStore) -> Iterator[Daemon]:
     tmp = tmp_path_factory.mktemp("http-errors")
     config = {
         "daemon": {"maxBodyBytes": MAX_BODY, "allowedOrigins": [ORIGIN_OK]},
         "mcpServers": {"fx": stdio_server(tmp)},
     }
-    yield from run_for_module(Daemon(tmp, config))
+    yield from run_for_module(Daemon(tmp, config, store=suite_store))
 
 
 @pytest.fixture(scope="module")
-def auth_daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Daemon]:
+def auth_daemon(tmp_path_factory: pytest.TempPathFactory, suite_store: SuiteStore) -> Iterator[Daemon]:
     tmp = tmp_path_factory.mktemp("http-errors-auth")
     tokens = [{"principal": "alice", "token": TOKEN}, {"principal": "bob", "tokenSha256": BOB_SHA256.upper()}]
     config = {"auth": {"tokens": tokens}, "mcpServers": {"fx": stdio_server(tmp)}}
-    yield from run_for_module(Daemon(tmp, config))
+    yield from run_for_module(Daemon(tmp, config, store=suite_store))
 
 
 @pytest.fixture
@@ -353,10 +354,10 @@ def test_legacy_initialize_mints_a_visible_ascii_session_id(host: RawHost) -> No
     ids=["capabilities", "clientInfo"],
 )
 def test_legacy_initialize_with_bad_params_is_invalid_params_and_mints_no_session(
-    tmp_path: Path, params: dict[str, Any]
+    tmp_path: Path, suite_store: SuiteStore, params: dict[str, Any]
 ) -> None:
     # A daemon of its own: the module daemon's wire log must stay clean of the frame below.
-    d = Daemon(tmp_path, {"mcpServers": {}})
+    d = Daemon(tmp_path, {"mcpServers": {}}, store=suite_store)
     try:
         d.start()
         host = RawHost(d.url)

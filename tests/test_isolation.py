@@ -55,6 +55,7 @@ from harness import (
     Api,
     Daemon,
     RawHost,
+    SuiteStore,
     end_by_eof,
     modern_meta,
     reply_of,
@@ -265,14 +266,14 @@ def assert_others_like_unknown(others: list[Party], method: str, tid: str, **ext
 
 # ---- the two daemons ------------------------------------------------------------------------
 @pytest.fixture(scope="module")
-def open_daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Daemon]:
+def open_daemon(tmp_path_factory: pytest.TempPathFactory, suite_store: SuiteStore) -> Iterator[Daemon]:
     tmp = tmp_path_factory.mktemp("isolation-open")
     config = {"mcpServers": {"fx": stdio_server(tmp)}, "tasks": {"taskAfterMs": 200}}
-    yield from run_for_module(Daemon(tmp, config, name="open"))
+    yield from run_for_module(Daemon(tmp, config, name="open", store=suite_store))
 
 
 @pytest.fixture(scope="module")
-def auth_daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Daemon]:
+def auth_daemon(tmp_path_factory: pytest.TempPathFactory, suite_store: SuiteStore) -> Iterator[Daemon]:
     tmp = tmp_path_factory.mktemp("isolation-auth")
     config = {
         "auth": {"tokens": [{"principal": name, "token": token} for name, token in TOKENS.items()]},
@@ -282,7 +283,7 @@ def auth_daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Daemon]:
         },
         "tasks": {"taskAfterMs": 200, "pollIntervalMs": 100},
     }
-    yield from run_for_module(Daemon(tmp, config, name="auth"))
+    yield from run_for_module(Daemon(tmp, config, name="auth", store=suite_store))
 
 
 @pytest.fixture(scope="module")

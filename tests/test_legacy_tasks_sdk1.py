@@ -37,7 +37,18 @@ from typing import Any
 
 import httpx
 import pytest
-from harness import LEGACY, UNIT, Daemon, FixtureHttp, RawHost, read_jsonl, reply_of, stdio_server, wait_until
+from harness import (
+    LEGACY,
+    UNIT,
+    Daemon,
+    FixtureHttp,
+    RawHost,
+    SuiteStore,
+    read_jsonl,
+    reply_of,
+    stdio_server,
+    wait_until,
+)
 from peers.venvs import peer_python
 
 HOST = Path(__file__).resolve().parent / "peers" / "sdk1_host.py"
@@ -69,7 +80,7 @@ class Gateway:
 
 
 @pytest.fixture(scope="module")
-def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Gateway]:
+def gateway(tmp_path_factory: pytest.TempPathFactory, suite_store: SuiteStore) -> Iterator[Gateway]:
     """One daemon for the module; stopped and its wire log schema-checked when the module ends."""
     tmp = tmp_path_factory.mktemp("sdk1-tasks")
     http = FixtureHttp(tmp, name="fh")
@@ -81,7 +92,7 @@ def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Gateway]:
         },
         "tasks": {"pollIntervalMs": 100, "maxTtlMs": MAX_TTL},
     }
-    daemon = Daemon(tmp, config, name="gateway")
+    daemon = Daemon(tmp, config, name="gateway", store=suite_store)
     try:
         daemon.start()
         yield Gateway(daemon, tmp)

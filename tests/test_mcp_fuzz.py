@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from harness import LEGACY, MODERN, Daemon, RawHost, end_by_eof, modern_meta, stdio_server, wait_until
+from harness import LEGACY, MODERN, Daemon, RawHost, SuiteStore, end_by_eof, modern_meta, stdio_server, wait_until
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -138,9 +138,14 @@ def rss_kb(pid: int) -> int:
 
 
 @pytest.fixture(scope="module")
-def fuzzed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Daemon, RawHost]]:
+def fuzzed(tmp_path_factory: pytest.TempPathFactory, suite_store: SuiteStore) -> Iterator[tuple[Daemon, RawHost]]:
     tmp = tmp_path_factory.mktemp("mcp-fuzz")
-    d = Daemon(tmp, {"mcpServers": {"fx": stdio_server(tmp)}, "daemon": {"maxBodyBytes": MAX_BODY}}, name="fuzz")
+    d = Daemon(
+        tmp,
+        {"mcpServers": {"fx": stdio_server(tmp)}, "daemon": {"maxBodyBytes": MAX_BODY}},
+        name="fuzz",
+        store=suite_store,
+    )
     d.start()
     host = RawHost(d.url)
     host.initialize()  # a real session, so some fuzzed frames reach past the handshake

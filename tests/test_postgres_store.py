@@ -8,7 +8,9 @@ from pathlib import Path
 from typing import Any
 
 import pgcluster
-from harness import RawHost, reply_of, stdio_server, wait_until
+from harness import RawHost, postgres_only, reply_of, stdio_server, wait_until
+
+pytestmark = postgres_only  # its daemons name their store
 
 EXT = {"io.modelcontextprotocol/clientCapabilities": {"extensions": {"io.modelcontextprotocol/tasks": {}}}}
 

@@ -50,7 +50,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from harness import MODERN, UNIT, Api, Daemon, read_jsonl, wait_until
+from harness import MODERN, UNIT, Api, Daemon, SuiteStore, read_jsonl, wait_until
 from peers.venvs import peer_python
 
 PEERS = Path(__file__).resolve().parent / "peers"
@@ -215,7 +215,7 @@ def _start_fx(py: Path, tmp: Path) -> tuple[subprocess.Popen[bytes], str]:
 
 
 @pytest.fixture(scope="module")
-def gw(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Gateway]:
+def gw(tmp_path_factory: pytest.TempPathFactory, suite_store: SuiteStore) -> Iterator[Gateway]:
     tmp = tmp_path_factory.mktemp("questions-matrix")
     py = {name: peer_python(name) for name in ("mcp-2.3", "mcp-1.30", "fastmcp-tasks")}
     started = time.monotonic()
@@ -241,7 +241,7 @@ def gw(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Gateway]:
             # The operator here is a script on /v1, not an attached console: questions wait for it.
             "questions": {"waitForOperator": "always"},
         }
-        daemon = Daemon(tmp, config, name="qm")
+        daemon = Daemon(tmp, config, name="qm", store=suite_store)
         daemon.start()
         eras = {u["name"]: u["era"] for u in daemon.status()["upstreams"]}
         assert eras == UPSTREAM_ERA, eras  # the ids promise these upstream eras: make sure

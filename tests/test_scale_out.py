@@ -21,11 +21,14 @@ from harness import (
     RawHost,
     conformance_server,
     operator_attached,
+    postgres_only,
     read_jsonl,
     reply_of,
     stdio_server,
     wait_until,
 )
+
+pytestmark = postgres_only  # its daemons name their store
 
 EXT = {"io.modelcontextprotocol/clientCapabilities": {"extensions": {"io.modelcontextprotocol/tasks": {}}}}
 LEASE_MS = 1000

@@ -22,7 +22,7 @@ from urllib.parse import urlsplit
 import anyio
 import pgcluster
 import pytest
-from harness import UNIT, Daemon, FeedClient, RawHost, read_jsonl, reply_of, stdio_server, wait_until
+from harness import UNIT, Daemon, FeedClient, RawHost, postgres_only, read_jsonl, reply_of, stdio_server, wait_until
 from peers.venvs import peer_python
 from test_chaos import EXT_META, FM_CONCURRENCY, PEERS, TERMINAL
 from textual.pilot import Pilot
@@ -30,7 +30,7 @@ from textual.pilot import Pilot
 from console.app import ConsoleApp
 from console.client import DaemonClient, locate_in
 
-pytestmark = [pytest.mark.anyio, pytest.mark.timeout(240)]
+pytestmark = [pytest.mark.anyio, pytest.mark.timeout(240), postgres_only]  # its daemons name their store
 
 LEASE_MS = 1000
 NAMES = ("a", "b", "c")

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from harness import Api, Daemon, RawHost, reply_of, stdio_server, wait_until
+from harness import SQLITE, Api, Daemon, RawHost, reply_of, sqlite_only, stdio_server, wait_until
 
 pytestmark = pytest.mark.timeout(180)
 TMPFS_MB = 24
@@ -64,11 +64,12 @@ def _legacy_task(host: RawHost, name: str, args: dict[str, Any]) -> dict[str, An
     return frame
 
 
+@sqlite_only  # the disk that fills is the SQLite file's
 def test_a_full_disk_fails_writes_cleanly_loses_nothing_acknowledged_and_recovers(
     start_daemon: Any, tmp_path: Path
 ) -> None:
     with small_disk(tmp_path / "disk-state") as disk:
-        d = Daemon(tmp_path, {"mcpServers": {"fx": stdio_server(tmp_path)}}, name="disk")
+        d = Daemon(tmp_path, {"mcpServers": {"fx": stdio_server(tmp_path)}}, name="disk", store=SQLITE)
         d.state_dir = disk  # the daemon's whole state folder is the small disk
         d.start()
         try:

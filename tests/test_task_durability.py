@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import signal
-import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -99,8 +98,7 @@ def test_a_store_that_cannot_write_fails_the_call_without_a_handle(
     d = start_daemon({"mcpServers": {"fx": stdio_server(tmp_path)}}, name="broken")
     host = raw_host(d.url)
     host.initialize()
-    with sqlite3.connect(d.state_dir / "mcpx.db") as db:  # another process breaks the database
-        db.execute("DROP TABLE tasks")
+    d.store_rows("DROP TABLE tasks")  # another process breaks the database
     frame = host.legacy("tools/call", {"name": "fx__echo", "arguments": {"text": "x"}, "task": {}}).json()
     assert frame["error"]["code"] == -32603 and "task" in frame["error"]["message"]
     assert "result" not in frame

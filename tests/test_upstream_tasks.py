@@ -24,7 +24,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import sqlite3
 import subprocess
 import time
 from collections.abc import Iterator
@@ -33,7 +32,7 @@ from typing import Any
 
 import anyio
 import pytest
-from harness import UNIT, Api, FeedClient, RawHost, read_jsonl, reply_of, wait_until
+from harness import UNIT, Api, Daemon, FeedClient, RawHost, read_jsonl, reply_of, wait_until
 from peers.venvs import peer_python
 
 from mcpx.protocol.errors import InternalError, UpstreamError, UpstreamUnavailable
@@ -442,10 +441,9 @@ def _status(host: RawHost, tid: str) -> dict[str, Any]:
     return host.legacy("tasks/get", {"taskId": tid}).json()["result"]
 
 
-def _row(d: Any, tid: str) -> dict[str, Any]:
-    with sqlite3.connect(d.state_dir / "mcpx.db") as db:
-        row = db.execute("SELECT body FROM tasks WHERE id = ?", (tid,)).fetchone()
-    return json.loads(row[0]) if row else {}
+def _row(d: Daemon, tid: str) -> dict[str, Any]:
+    rows = d.store_rows("SELECT body FROM tasks WHERE id = ?", tid)
+    return json.loads(rows[0][0]) if rows else {}
 
 
 def _config(entry: dict[str, Any]) -> dict[str, Any]:
