@@ -32,6 +32,7 @@ from .config import CONFIG_SEARCH, Config
 from .connections import ConnectionRegistry
 from .events import EventBus
 from .frames import FrameLog
+from .host import remote_changes
 from .host.dispatch import Dispatcher
 from .host.http import McpEndpoint
 from .host.router import HostRouter
@@ -118,6 +119,7 @@ class Daemon:
             max_bytes=q.maxBytes,
         )
         store.on_forward = self._forwarded
+        store.on_lease_ended = self.engine.lease_ended
         self.dispatcher = Dispatcher(config, self.pool, self.hub, self.engine, self.broker)
         # Tasks whose upstream call was itself a task resume polling it after a restart.
         self.engine.resume = upstream_tasks.resumer(self.pool, self.engine)
@@ -202,6 +204,7 @@ class Daemon:
             "subscribers": [
                 {"operator": s.operator, "queued": len(s.queue), "overflowed": s.overflowed}
                 for s in self.bus.subscribers
+                if not s.internal
             ],
             "lastSeq": await self.engine.store.last_seq(),
             "instance": self.instance,
@@ -257,6 +260,11 @@ class Daemon:
             async with anyio.create_task_group() as tg:
                 self.router.tg = tg
                 await self.engine.start(tg)
+                if self.engine.shares_store:  # hosts here hear of changes other daemons make
+                    eras = self.dispatcher.eras
+                    tg.start_soon(
+                        remote_changes.relay, self.bus, self.hub, self.engine.store.get_task, eras.task_changed
+                    )
                 await self.registry.restore()
                 tg.start_soon(self.registry.run)
                 await self.pool.run(tg)
@@ -286,7 +294,9 @@ class Daemon:
                 await self.broker.close()
                 # Tasks stop before upstreams, so a cut call stays `working` in the store and the
                 # next daemon reports it as cut by the restart, not as an upstream failure.
-                await self.engine.close()
+                # Kept upstreams (SIGUSR1) wait for this instance's next run; otherwise the others
+                # on a shared store take its tasks at once.
+                await self.engine.close(hand_over=not self.pool.detached)
                 self.phase = "stopping upstreams"
                 await self.pool.aclose()
                 tg.cancel_scope.cancel()

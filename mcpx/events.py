@@ -98,6 +98,7 @@ class EventFilter:
 class Subscriber:
     filter: EventFilter = field(default_factory=EventFilter)
     operator: str | None = None  # set when this subscriber answers questions (an attached console)
+    internal: bool = False  # the daemon's own (remote_changes' relay): not a feed client in /v1/status
     queue: collections.deque[StoredEvent] = field(default_factory=collections.deque)
     overflowed: bool = False
     wake: anyio.Event = field(default_factory=anyio.Event)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -25,7 +26,11 @@ def pg_cluster() -> Iterator[pgcluster.Cluster]:
         yield cluster
 
 
-@pytest.fixture(scope="session", params=["sqlite", "postgres"])
+# Which stores the live suite runs on: MCPX_TEST_STORES=sqlite,postgres runs it on both.
+SUITE_STORES = os.environ.get("MCPX_TEST_STORES", "sqlite").split(",")
+
+
+@pytest.fixture(scope="session", params=SUITE_STORES)
 def suite_store(request: pytest.FixtureRequest) -> SuiteStore:
     """The one store parameter of the live suite: every test that starts a daemon (through
     `start_daemon` or a module fixture that asks for this) runs once on SQLite and once on

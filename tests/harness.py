@@ -565,3 +565,59 @@ def operator_attached(daemon: Daemon, name: str = "olga") -> FeedClient:
     feed = FeedClient(daemon, operator=name)
     wait_until(lambda: name in daemon.status()["operators"], 10, "operator attached")
     return feed
+
+
+class ListenStream:
+    """A 2026 `subscriptions/listen` stream for task ids, read in a thread until closed."""
+
+    def __init__(
+        self, url: str, meta: dict[str, Any], task_ids: list[str], *, token: str | None = None, rid: int = 70
+    ) -> None:
+        self.frames: list[dict[str, Any]] = []
+        self.answer: Any = None
+        self.sock: socket.socket | None = None
+        self.client = httpx.Client(timeout=httpx.Timeout(10 * UNIT, read=None))
+        self.body = {
+            "jsonrpc": "2.0",
+            "id": rid,
+            "method": "subscriptions/listen",
+            "params": {"_meta": {**modern_meta(), **meta}, "notifications": {"taskIds": task_ids}},
+        }
+        self.headers = {
+            "Content-Type": "application/json",
+            "Accept": "application/json, text/event-stream",
+            "MCP-Protocol-Version": MODERN,
+            "Mcp-Method": "subscriptions/listen",
+        }
+        if token is not None:
+            self.headers["Authorization"] = f"Bearer {token}"
+        self.acked = threading.Event()
+        self.thread = threading.Thread(target=self._read, args=(url,), daemon=True)
+        self.thread.start()
+        assert self.acked.wait(10 * UNIT), "no acknowledgement on the listen stream"
+
+    def _read(self, url: str) -> None:
+        try:
+            with self.client.stream("POST", url, content=json.dumps(self.body), headers=self.headers) as resp:
+                self.answer = (resp.status_code, resp.headers.get("content-type", "").split(";")[0])
+                self.sock = resp.extensions["network_stream"].get_extra_info("socket")
+                for line in resp.iter_lines():
+                    if line.startswith("data:"):
+                        self.frames.append(json.loads(line[5:]))
+                        self.acked.set()
+        except Exception:  # ended by close(), or the daemon went away
+            pass
+        self.acked.set()
+
+    def tasks_seen(self) -> list[dict[str, Any]]:
+        return [f["params"] for f in self.frames if f.get("method") == "notifications/tasks"]
+
+    def close(self) -> list[dict[str, Any]]:
+        """End the stream (a shutdown wakes the reader at once; closing the client would not)."""
+        if self.sock is not None:
+            with contextlib.suppress(OSError):
+                self.sock.shutdown(socket.SHUT_RDWR)
+        self.thread.join(5 * UNIT)
+        self.client.close()
+        assert not self.thread.is_alive(), "the listen stream did not end"
+        return self.frames

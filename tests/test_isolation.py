@@ -34,10 +34,8 @@ schema-checked when each daemon stops. About 15 s on 2 cores.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import secrets
-import socket
 import subprocess
 import sys
 import threading
@@ -51,9 +49,9 @@ from harness import (
     LEGACY,
     MODERN,
     ROOT,
-    UNIT,
     Api,
     Daemon,
+    ListenStream,
     RawHost,
     SuiteStore,
     end_by_eof,
@@ -450,60 +448,6 @@ def test_modern_tasks_update_of_another_owners_task(world: World, kind: str) -> 
     assert_others_like_unknown(s.others, "tasks/update", tid, inputResponses=answer)
 
 
-class Listening:
-    """A 2026 `subscriptions/listen` stream for task ids, read in a thread until closed."""
-
-    def __init__(self, host: Stateless, task_ids: list[str], rid: int = 70) -> None:
-        self.frames: list[dict[str, Any]] = []
-        self.answer: Any = None
-        self.sock: socket.socket | None = None
-        self.client = httpx.Client(timeout=httpx.Timeout(10 * UNIT, read=None))
-        self.body = {
-            "jsonrpc": "2.0",
-            "id": rid,
-            "method": "subscriptions/listen",
-            "params": {"_meta": {**modern_meta(), **host.meta}, "notifications": {"taskIds": task_ids}},
-        }
-        self.headers = {
-            "Content-Type": "application/json",
-            "Accept": "application/json, text/event-stream",
-            "MCP-Protocol-Version": MODERN,
-            "Mcp-Method": "subscriptions/listen",
-        }
-        if host.token is not None:
-            self.headers["Authorization"] = f"Bearer {host.token}"
-        self.acked = threading.Event()
-        self.thread = threading.Thread(target=self._read, args=(host.url,), daemon=True)
-        self.thread.start()
-        assert self.acked.wait(10 * UNIT), "no acknowledgement on the listen stream"
-
-    def _read(self, url: str) -> None:
-        try:
-            with self.client.stream("POST", url, content=json.dumps(self.body), headers=self.headers) as resp:
-                self.answer = (resp.status_code, resp.headers.get("content-type", "").split(";")[0])
-                self.sock = resp.extensions["network_stream"].get_extra_info("socket")
-                for line in resp.iter_lines():
-                    if line.startswith("data:"):
-                        self.frames.append(json.loads(line[5:]))
-                        self.acked.set()
-        except Exception:  # ended by close(), or the daemon went away
-            pass
-        self.acked.set()
-
-    def tasks_seen(self) -> list[dict[str, Any]]:
-        return [f["params"] for f in self.frames if f.get("method") == "notifications/tasks"]
-
-    def close(self) -> list[dict[str, Any]]:
-        """End the stream (a shutdown wakes the reader at once; closing the client would not)."""
-        if self.sock is not None:
-            with contextlib.suppress(OSError):
-                self.sock.shutdown(socket.SHUT_RDWR)
-        self.thread.join(5 * UNIT)
-        self.client.close()
-        assert not self.thread.is_alive(), "the listen stream did not end"
-        return self.frames
-
-
 class ShimListening:
     """The same over a shim connection: its frames tagged with this subscription; ended by a cancel."""
 
@@ -527,11 +471,11 @@ def _subscription(frame: dict[str, Any]) -> Any:
     return ((frame.get("params") or {}).get("_meta") or {}).get("io.modelcontextprotocol/subscriptionId")
 
 
-def listen(party: Party, task_ids: list[str]) -> Listening | ShimListening:
+def listen(party: Party, task_ids: list[str]) -> ListenStream | ShimListening:
     if isinstance(party, ShimParty):
         return ShimListening(party, task_ids, f"listen-{secrets.token_hex(4)}")
     assert isinstance(party, Stateless), party
-    return Listening(party, task_ids)
+    return ListenStream(party.url, party.meta, task_ids, token=party.token)
 
 
 def _ack(frames: list[dict[str, Any]]) -> tuple[Any, Any]:
@@ -544,7 +488,7 @@ def _ack(frames: list[dict[str, Any]]) -> tuple[Any, Any]:
 def test_modern_listen_for_another_owners_task(world: World, kind: str) -> None:
     s = scene(world, "modern", kind)
     tid = create(s.owner, LONG)
-    watchers: list[tuple[Party, Listening | ShimListening]] = []
+    watchers: list[tuple[Party, ListenStream | ShimListening]] = []
     try:
         for b in [p for p in s.others if p.era == "modern"]:
             unknown = listen(b, [secrets.token_urlsafe(32)])
@@ -554,7 +498,10 @@ def test_modern_listen_for_another_owners_task(world: World, kind: str) -> None:
             assert foreign.answer == unknown.answer, (b.label, foreign.answer, unknown.answer)
             assert _ack(foreign.frames) == _ack(missing), (b.label, foreign.frames, missing)
             assert _ack(foreign.frames) == ("notifications/subscriptions/acknowledged", {"taskIds": []})
-        mine = Listening(s.again(), [tid])  # the control: agreed, and the state at once
+        again = s.again()
+        mine = ListenStream(
+            again.url, again.meta, [tid], token=again.token
+        )  # the control: agreed, and the state at once
         try:
             assert _ack(mine.frames)[1] == {"taskIds": [tid]}, mine.frames
             wait_until(lambda: mine.tasks_seen(), 10, "the task's state on its owner's stream")

@@ -18,6 +18,7 @@ from harness import (
     Api,
     Daemon,
     FeedClient,
+    ListenStream,
     RawHost,
     conformance_server,
     operator_attached,
@@ -330,3 +331,67 @@ def test_a_legacy_session_outlives_its_instance_and_goes_on_at_another(
     assert host.client.delete(b.url, headers=host._legacy_headers()).status_code in (200, 204)
     gone = host.legacy("tools/call", {"name": "fx__echo", "arguments": {"text": "x"}})
     assert gone.status_code == 404, gone.text
+
+
+def test_a_cleanly_stopped_instance_hands_its_tasks_over_at_once_not_after_its_lease(
+    start_daemon: Any, tmp_path: Path, raw_host: Any, pg_cluster: pgcluster.Cluster
+) -> None:
+    """SIGTERM: a ends its lease and says so; b claims a's unfinished task at once, although the
+    lease (60 s) has long to run, and fails the cut plain call naming a as stopped, not lost."""
+    url = pg_cluster.database()
+    a, b = (
+        start_daemon(
+            {
+                "mcpServers": {"fx": stdio_server(tmp_path, name=f"fx-{name}")},
+                "keepers": {"enabled": False},
+                "tasks": {"taskAfterMs": 100},
+                "store": {"url": url, "instance": name, "leaseMs": 60_000},
+            },
+            name=f"c-{name}",
+        )
+        for name in ("a", "b")
+    )
+    host = raw_host(a.url)
+    cut = _call(host, 60)
+    assert a.stop(signal.SIGTERM) == 0
+    stopped_at = time.monotonic()
+    host.url = b.url
+    ended = wait_until(lambda: (t := _get(host, cut))["status"] != "working" and t, 10, "b to take a's task over")
+    assert time.monotonic() - stopped_at < 10 < 60  # the hand-over, not the lease running out
+    assert ended["status"] == "failed", ended
+    assert "instance a stopped while this call was running" in ended["statusMessage"]
+    rows = b.store_rows("SELECT instance FROM tasks WHERE id = ?", cut)
+    assert rows == [("b",)]
+    [(lease_until, stopped)] = b.store_rows("SELECT lease_until_ms, stopped_ms FROM instances WHERE id = ?", "a")
+    assert lease_until == 0 and stopped is not None
+
+
+def test_a_listen_stream_on_one_instance_hears_of_a_task_another_runs_once_per_change(
+    start_daemon: Any, tmp_path: Path, raw_host: Any, pg_cluster: pgcluster.Cluster
+) -> None:
+    """notifications/tasks come from the event log, not only from changes the instance made itself:
+    a task made and run on a, listened to on b, is heard at b as it moves; a cancel sent to b
+    (forwarded to a, the change made there) is heard once."""
+    daemons = _start_three(start_daemon, tmp_path, pg_cluster.database())
+    a, b = daemons["a"], daemons["b"]
+    host = raw_host(a.url)
+    done, cut = _call(host, 0.5), _call(host, 60)
+    stream = ListenStream(b.url, EXT, [done, cut])
+    try:
+        heard = wait_until(
+            lambda: {n["taskId"]: n["status"] for n in stream.tasks_seen()}.get(done) == "completed",
+            10,
+            "b's listen stream to hear a's task complete",
+        )
+        assert heard
+        ack = reply_of(raw_host(b.url).modern("tasks/cancel", {"taskId": cut}, meta=EXT, headers={"Mcp-Name": cut}))
+        assert "result" in ack, ack
+        wait_until(
+            lambda: any(n["taskId"] == cut and n["status"] == "cancelled" for n in stream.tasks_seen()),
+            10,
+            "b's listen stream to hear the cancel a carried out",
+        )
+    finally:
+        stream.close()
+    seen = [(n["taskId"], n["status"]) for n in stream.tasks_seen()]
+    assert seen.count((done, "completed")) == 1 and seen.count((cut, "cancelled")) == 1, seen

@@ -5,7 +5,10 @@ a foreign origin is refused. The live feed is the websocket `/v1/events` (api/fe
 
 from __future__ import annotations
 
+import collections
 import secrets
+import types
+import typing
 from collections.abc import Awaitable, Callable
 from typing import Annotated, Any
 
@@ -49,10 +52,17 @@ def build(ops: Operations, token: str, status: StatusFn, allowed_origins: list[s
         given = credentials.credentials if credentials is not None else ""
         if not secrets.compare_digest(given.encode(), token.encode()):
             raise HTTPException(401, "the mcpx API token is required", headers={"WWW-Authenticate": "Bearer"})
-        unknown = sorted(set(request.query_params) - _query_names(request))
+        declared = _query_names(request)
+        unknown = sorted(set(request.query_params) - declared.keys())
         if unknown:  # a misspelt filter would otherwise be silently ignored
             raise RequestValidationError(
                 [{"loc": ("query", unknown[0]), "msg": "unknown query parameter", "type": "extra_forbidden"}]
+            )
+        counts = collections.Counter(key for key, _ in request.query_params.multi_items())
+        repeated = sorted(k for k, n in counts.items() if n > 1 and not declared[k])
+        if repeated:  # one value is asked for; taking the last of several would hide the others
+            raise RequestValidationError(
+                [{"loc": ("query", repeated[0]), "msg": "given more than once; it takes one value", "type": "too_long"}]
             )
 
     app = FastAPI(
@@ -212,17 +222,27 @@ def build(ops: Operations, token: str, status: StatusFn, allowed_origins: list[s
     return app
 
 
-def _query_names(request: Request) -> set[str]:
-    """The query parameters the matched route declares."""
+def _query_names(request: Request) -> dict[str, bool]:
+    """The query parameters the matched route declares, each with whether it takes several values."""
     route = request.scope.get("route")
     dependant = getattr(route, "dependant", None)  # an APIRoute; other routes declare none
-    names: set[str] = set()
+    names: dict[str, bool] = {}
     stack = [dependant] if dependant is not None else []
     while stack:
         d = stack.pop()
-        names.update(p.alias for p in d.query_params)
+        names.update((p.alias, _takes_many(p.field_info.annotation)) for p in d.query_params)
         stack.extend(d.dependencies)
     return names
+
+
+def _takes_many(annotation: object) -> bool:
+    """`list[X]`, or `list[X] | None`: a parameter given once per value."""
+    origin = typing.get_origin(annotation)
+    if origin in (list, set, frozenset, tuple):
+        return True
+    if origin in (typing.Union, types.UnionType):
+        return any(_takes_many(arg) for arg in typing.get_args(annotation))
+    return False
 
 
 def _unfit(exc: AnswerError) -> JSONResponse:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import secrets
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ..broker import Broker
 from ..config import Config
@@ -14,6 +14,7 @@ from .asking import Asker
 from .legacy_tasks import LegacyTasks
 from .listen import Listen
 from .modern_tasks import ModernTasks
+from .remote_changes import Announced
 from .subscriptions import Hub
 from .task_host import TaskHost
 from .task_streams import TaskStreams
@@ -26,9 +27,13 @@ class Eras:
     legacy: LegacyTasks
     modern: ModernTasks
     listen: Listen
+    announced: Announced = field(default_factory=Announced)
 
     async def task_changed(self, task: Task) -> None:
-        """Every change of a task goes to its era's hosts (the owning session, or listen streams)."""
+        """Every change of a task goes to its era's hosts (the owning session, or listen streams),
+        once: on a shared store the same change may come both from here and from the event log."""
+        if not self.announced.fresh(task):
+            return
         await (self.modern if task.era == "modern" else self.legacy).announce(task)
 
 

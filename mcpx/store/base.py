@@ -46,15 +46,19 @@ class Snapshot:
 @dataclass(frozen=True)
 class Claim:
     """An unfinished task this daemon now answers for: its own from before a restart (`lost` None),
-    or one of a daemon whose lease ran out (`lost` names it)."""
+    or one of a daemon whose lease ran out (`lost` names it; `stopped`: it ended its lease itself,
+    a clean stop, rather than going silent)."""
 
     task: Task
     lost: str | None = None
+    stopped: bool = False
 
 
 class Store(Protocol):
     # Set by the daemon: what another daemon asked of a task this one runs ("cancel", task id).
     on_forward: Callable[[str, str], None] | None
+    # Set by the daemon: another daemon on the store stopped cleanly (its id); its tasks are free now.
+    on_lease_ended: Callable[[str], None] | None
 
     async def open(self) -> None: ...
     async def run_writer(self) -> None: ...
@@ -98,4 +102,5 @@ class Store(Protocol):
     # ---- several daemons on one store (PostgreSQL; a SQLite store is one daemon's alone) ----
     async def renew_lease(self, now_ms: int, lease_ms: int) -> None: ...
     async def claim_open(self, now_ms: int, *, own: bool) -> list[Claim]: ...
+    async def end_lease(self, now_ms: int) -> None: ...
     async def forward(self, task_id: str, action: str) -> None: ...

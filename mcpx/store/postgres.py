@@ -37,6 +37,7 @@ from .sqlite import now_ms
 log = logging.getLogger("mcpx.store")
 
 EVENTS_CHANNEL = "mcpx_events"
+LEASES_CHANNEL = "mcpx_leases"  # a daemon that stops cleanly says so here: the others claim its tasks at once
 MIGRATE_LOCK = 0x6D637078_00000002  # held while one daemon migrates; the others wait, then find it done
 READERS = 4
 
@@ -122,6 +123,17 @@ _INSERT_EVENTS = (
 )
 
 
+def pg_text(value: object) -> object:
+    """PostgreSQL text cannot hold NUL (SQLite's can): a peer's string with one becomes U+FFFD.
+    A lookup of it then finds nothing (no id we store holds either) instead of failing with a 500,
+    and a write of it does not fail its batch. JSON bodies never carry a raw NUL (json escapes it)."""
+    if isinstance(value, str):
+        return value.replace("\x00", "\ufffd") if "\x00" in value else value
+    if isinstance(value, (list, tuple)):
+        return [pg_text(v) for v in value]
+    return value
+
+
 def owner_channel(instance: str) -> str:
     """The channel a daemon listens on for what others forward to it."""
     return f"mcpx_i_{instance}"
@@ -144,6 +156,7 @@ class PostgresStore(QueuedWrites):
         self._queue = WriteQueue()
         self._sql = _WRITES
         self.on_forward: Callable[[str, str], None] | None = None
+        self.on_lease_ended: Callable[[str], None] | None = None
         self._published = 0  # the last sequence handed to on_commit
         self._tail = anyio.Lock()  # one publisher at a time, so on_commit sees sequences in order
         self._heard = anyio.Event()  # set by a NOTIFY on EVENTS_CHANNEL
@@ -162,6 +175,7 @@ class PostgresStore(QueuedWrites):
         await self._listener.add_listener(EVENTS_CHANNEL, self._on_events_notice)
         if self.instance is not None:
             await self._listener.add_listener(owner_channel(self.instance), self._on_forward_notice)
+            await self._listener.add_listener(LEASES_CHANNEL, self._on_lease_notice)
         # The newest visible row, not the identity's counter: a value another daemon drew is not
         # committed yet, and that event must still be published when its NOTIFY comes.
         self._published = int(await self._pool().fetchval("SELECT COALESCE(MAX(seq), 0) FROM events"))
@@ -208,6 +222,12 @@ class PostgresStore(QueuedWrites):
         if self.on_forward is not None:
             self.on_forward(action, task_id)
 
+    def _on_lease_notice(
+        self, _conn: asyncpg.Connection | asyncpg.pool.PoolConnectionProxy, _pid: int, _channel: str, payload: object
+    ) -> None:
+        if self.on_lease_ended is not None and str(payload) != self.instance:
+            self.on_lease_ended(str(payload))
+
     # ---- several daemons: leases, claims, forwarding -------------------------------------------
     async def renew_lease(self, now_ms: int, lease_ms: int) -> None:
         await self._pool().execute(
@@ -216,6 +236,16 @@ class PostgresStore(QueuedWrites):
             self.instance,
             now_ms,
             now_ms + lease_ms,
+        )
+
+    async def end_lease(self, now_ms: int) -> None:
+        """A clean stop: this daemon's lease ends now, not when it would have run out, and the
+        others hear it (after the commit) so one of them claims its unfinished tasks at once."""
+        await self._pool().execute(
+            "WITH ended AS (UPDATE instances SET lease_until_ms = 0, stopped_ms = $2 WHERE id = $1 RETURNING id)"
+            f" SELECT pg_notify('{LEASES_CHANNEL}', id) FROM ended",
+            self.instance,
+            now_ms,
         )
 
     async def claim_open(self, now_ms: int, *, own: bool) -> list[Claim]:
@@ -234,10 +264,10 @@ class PostgresStore(QueuedWrites):
         rows = await self._fetch(
             "UPDATE tasks AS t SET instance = $1 FROM instances AS i"
             " WHERE t.instance = i.id AND i.id <> $1 AND i.lease_until_ms < $2"
-            " AND NOT (t.status = ANY($3::text[])) RETURNING t.body, i.id",
+            " AND NOT (t.status = ANY($3::text[])) RETURNING t.body, i.id, i.stopped_ms IS NOT NULL",
             (self.instance, now_ms, terminal),
         )
-        return claims + [Claim(codec.task_from(r[0]), lost=r[1]) for r in rows]
+        return claims + [Claim(codec.task_from(r[0]), lost=r[1], stopped=r[2]) for r in rows]
 
     async def forward(self, task_id: str, action: str) -> None:
         """Tell the daemon that runs the task (when it is another) what was asked of it: ids only
@@ -245,7 +275,7 @@ class PostgresStore(QueuedWrites):
         await self._pool().execute(
             "SELECT pg_notify('mcpx_i_' || instance, $2 || ' ' || id) FROM tasks"
             " WHERE id = $1 AND instance IS NOT NULL AND instance IS DISTINCT FROM $3",
-            task_id,
+            pg_text(task_id),
             action,
             self.instance,
         )
@@ -294,7 +324,7 @@ class PostgresStore(QueuedWrites):
     @staticmethod
     async def _run_ops(db: asyncpg.Connection, write: Write) -> None:
         for i, (sql, args) in enumerate(write.ops):
-            status = await db.execute(sql, *args)
+            status = await db.execute(sql, *map(pg_text, args))
             if write.guarded and i == 0 and status.endswith(" 0"):  # "UPDATE 0": closed already
                 write.refused = True
                 return
@@ -325,7 +355,7 @@ class PostgresStore(QueuedWrites):
         ts = now_ms()
         columns = list(zip(*(codec.event_row(event) for _, event in pending), strict=True))
         first = int(await db.fetchval(_NEXT_SEQS, len(pending))) - len(pending) + 1
-        await db.execute(_INSERT_EVENTS, ts, first, *map(list, columns))
+        await db.execute(_INSERT_EVENTS, ts, first, *(pg_text(list(c)) for c in columns))
         for n, (write, event) in enumerate(pending):
             write.stored.append(StoredEvent(first + n, ts, event))
         await db.execute("SELECT pg_notify($1, $2)", EVENTS_CHANNEL, str(write.stored[-1].seq))
@@ -375,7 +405,7 @@ class PostgresStore(QueuedWrites):
         return self.readers
 
     async def _fetch(self, sql: str, args: Sequence[object] = ()) -> list[asyncpg.Record]:
-        rows: list[asyncpg.Record] = await self._pool().fetch(sql, *args)
+        rows: list[asyncpg.Record] = await self._pool().fetch(sql, *map(pg_text, args))
         return rows
 
     async def _bodies(self, sql: str, args: Sequence[object] = ()) -> list[str]:

@@ -54,7 +54,10 @@ def task_page(p: Params, query: TaskQuery, status_message: str, like: str = "LIK
     if query.tool is not None:
         where.append(f"tool = {p(query.tool)}")
     if query.text:
-        pattern = "%" + query.text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+        # A NUL cannot be searched on either store (SQLite's LIKE ends the pattern there, PostgreSQL's
+        # text cannot hold it): it becomes U+FFFD on both, so both find the same (nothing, usually).
+        text = query.text.replace("\x00", "\ufffd")
+        pattern = "%" + text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
         columns = ("id", "tool", "upstream", status_message)
         where.append("(" + " OR ".join(f"{c} {like} {p(pattern)} ESCAPE '\\'" for c in columns) + ")")
     if query.before is not None:

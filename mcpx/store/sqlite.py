@@ -96,6 +96,7 @@ class SqliteStore(QueuedWrites):
         self._queue = WriteQueue()
         self._sql = _WRITES
         self.on_forward: Callable[[str, str], None] | None = None  # one daemon: nothing is forwarded
+        self.on_lease_ended: Callable[[str], None] | None = None  # nor does another daemon stop
 
     # ---- lifecycle -----------------------------------------------------------------------
     async def open(self) -> None:
@@ -238,6 +239,9 @@ class SqliteStore(QueuedWrites):
 
     async def claim_open(self, now_ms: int, *, own: bool) -> list[Claim]:
         return [Claim(task) for task in await self.all_open()] if own else []
+
+    async def end_lease(self, now_ms: int) -> None:
+        return None
 
     async def forward(self, task_id: str, action: str) -> None:
         return None

@@ -54,6 +54,7 @@ TRIM_EVERY = 60  # expiry sweeps between two trims of the events table
 CLOSE_GRACE_S = 2.0  # how long close() lets cancelled runs finish their clean-up
 RESTARTED = "the mcpx daemon restarted while this call was running; its result is lost"
 LOST = "the mcpx instance {instance} was lost while this call was running; its result is lost"
+STOPPED = "the mcpx instance {instance} stopped while this call was running; its result is lost"
 # A task handle waits this long at most for its call to reach the upstream durably (Run.anchored):
 # usually a millisecond or two; a slow upstream only delays the handle by this much.
 ANCHOR_WAIT_S = 1.0
@@ -126,6 +127,7 @@ class TaskEngine:
         self.reclaim: Resume | None = None  # a plain call to a kept server: collect its reply
         self.lease_ms: int | None = None  # set when daemons share the store: renew and take over
         self._closing = anyio.Event()  # set by close(): upstream tasks are left running, to be resumed
+        self._lease_ended = anyio.Event()  # another daemon stopped cleanly: claim without waiting
         self._scopes: dict[str, anyio.CancelScope] = {}
         self._runs: set[Run] = set()
         self._changed: dict[str, anyio.Event] = {}
@@ -170,7 +172,10 @@ class TaskEngine:
             elif task.upstream_request is not None and self.reclaim is not None and claim.lost is None:
                 how, follow = "collecting the reply to upstream request", self.reclaim
             else:
-                reason = RESTARTED if claim.lost is None else LOST.format(instance=claim.lost)
+                if claim.lost is None:
+                    reason = RESTARTED
+                else:
+                    reason = (STOPPED if claim.stopped else LOST).format(instance=claim.lost)
                 error = {"code": INTERNAL_ERROR, "message": reason}
                 log.warning("task %s: failed at start: %s", task.id, reason)
                 await self._save(task, task.move(FAILED, now_ms(), message=reason, error=error), by="mcpx")
@@ -184,7 +189,9 @@ class TaskEngine:
     async def _lease_loop(self, lease_ms: int) -> None:
         """Several daemons on one store: renew this one's lease, take over those that ran out."""
         while not self._closing.is_set():
-            await anyio.sleep(lease_ms / 3000)
+            with anyio.move_on_after(lease_ms / 3000):
+                await self._lease_ended.wait()
+            self._lease_ended = anyio.Event()
             try:
                 await self.store.renew_lease(now_ms(), lease_ms)
                 await self._settle(await self.store.claim_open(now_ms(), own=False))
@@ -192,6 +199,11 @@ class TaskEngine:
                 if self._closing.is_set():
                     return
                 log.warning("lease renewal or take-over failed: %s", str(exc) or type(exc).__name__)
+
+    def lease_ended(self, instance: str) -> None:
+        """Another daemon on the store stopped cleanly: take over its tasks now, not at the next renewal."""
+        log.info("instance %s stopped: claiming its unfinished tasks", instance)
+        self._lease_ended.set()
 
     def spawn(self, fn: Callable[..., Coroutine[Any, Any, None]], *args: object) -> None:
         """Run `fn(*args)` in the background under the daemon's task group."""
@@ -577,9 +589,11 @@ class TaskEngine:
                     return  # the store closed under the sweep: a shutdown, not a failure
                 log.warning("task expiry sweep failed: %s", str(exc) or type(exc).__name__)
 
-    async def close(self) -> None:
+    async def close(self, *, hand_over: bool = True) -> None:
         """Stop every run, let it finish its clean-up (bounded), then close the store. A run cut
-        here stays unfinished in its row: the next daemon resumes it or reports the restart."""
+        here stays unfinished in its row: the next daemon resumes it or reports the restart. On a
+        shared store, `hand_over` ends the lease so another daemon takes the rows at once; without
+        it (kept upstreams wait for this instance's next run) the lease runs out as after a crash."""
         self._closing.set()
         for scope in list(self._scopes.values()):
             scope.cancel()
@@ -588,4 +602,10 @@ class TaskEngine:
         with anyio.move_on_after(CLOSE_GRACE_S, shield=True):
             for run in list(self._runs):
                 await run.done.wait()
+        if self.shares_store and hand_over:
+            with anyio.CancelScope(shield=True):
+                try:
+                    await self.store.end_lease(now_ms())
+                except Exception as exc:  # noqa: BLE001 - then the lease runs out as after a crash
+                    log.warning("could not end the lease: %s", str(exc) or type(exc).__name__)
         await self.store.close()

@@ -510,6 +510,7 @@ class UpstreamPool:
         }
         self._listings: dict[str, tuple[list[list[dict[str, Any]]], list[Route], dict[str, Route]]] = {}
         self.foreign = ForeignSessions()  # other daemons' upstream sessions, to follow their tasks in
+        self.detached = False  # `mcpx stop --keep-upstreams`: the kept servers wait for the next daemon
 
     async def run(self, tg: TaskGroup) -> None:
         self.foreign.tg = tg
@@ -602,6 +603,7 @@ class UpstreamPool:
 
     def detach(self) -> None:
         """The daemon stops, leaving its kept servers and their calls to the next one."""
+        self.detached = any(server.keepers is not None for server in self.servers.values())
         for server in self.servers.values():
             if server.keepers is not None:
                 server.detach()

@@ -248,6 +248,20 @@ async def test_a_task_round_trips_every_field_and_survives_reopening(store_site:
         assert await w.store.get_task("no-such-task") is None
 
 
+async def test_a_nul_in_a_peers_string_is_stored_or_finds_nothing_never_an_error(store_site: Site) -> None:
+    """PostgreSQL text cannot hold NUL: a hostile id is a miss, not a 500; a message with one
+    round-trips (inside JSON), and an event whose actor has one commits with its batch."""
+    task = task_record(status_message="a\x00b", arguments={"text": "\x00"})
+    async with opened(store_site) as w:
+        await w.store.put_task(task, [Event("task.created", {}, task_id=task.id, by="op\x00erator")])
+        assert await w.store.get_task(task.id) == task
+        assert await w.store.get_task(task.id + "\x00") is None
+        assert await w.store.events_since(0, 10, task_id="\x00") == []
+        [stored] = await w.store.events_since(0, 10, task_id=task.id)
+        assert stored.event.by is not None and stored.event.by.startswith("op")
+        await w.store.forward("\x00", "cancel")  # nobody runs it: nothing to tell
+
+
 async def test_put_replaces_the_row_and_delete_removes_it(store_site: Site) -> None:
     task = task_record()
     async with opened(store_site) as w:
