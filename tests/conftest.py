@@ -33,8 +33,8 @@ SUITE_STORES = os.environ.get("MCPX_TEST_STORES", "sqlite").split(",")
 @pytest.fixture(scope="session", params=SUITE_STORES)
 def suite_store(request: pytest.FixtureRequest) -> SuiteStore:
     """The one store parameter of the live suite: every test that starts a daemon (through
-    `start_daemon` or a module fixture that asks for this) runs once on SQLite and once on
-    PostgreSQL. Session scope: pytest runs each store's tests together, on one cluster."""
+    `start_daemon` or a module fixture that asks for this) runs once on each store named in
+    MCPX_TEST_STORES. Session scope: pytest runs each store's tests together, on one cluster."""
     if request.param == "sqlite":
         return SuiteStore("sqlite")
     return SuiteStore("postgres", request.getfixturevalue("pg_cluster"))

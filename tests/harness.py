@@ -130,7 +130,7 @@ def conformance_server(*args: str, also_tasks: tuple[str, ...] = ()) -> dict[str
 class SuiteStore:
     """Where the daemons of a test keep their state: the embedded SQLite file in each state folder,
     or PostgreSQL, a fresh database on the run's cluster for each daemon. The `suite_store` fixture
-    (conftest) runs every daemon test on both."""
+    (conftest) runs every daemon test on each store MCPX_TEST_STORES names."""
 
     kind: str  # "sqlite" | "postgres"
     cluster: Any = None  # pgcluster.Cluster when kind == "postgres"

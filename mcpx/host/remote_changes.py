@@ -25,7 +25,7 @@ class Announced:
 
     def fresh(self, task: Task) -> bool:
         """True, and remembered, when hosts have not been told this state of the task yet."""
-        state = (task.status, task.status_message, tuple(sorted(task.input_requests)))
+        state = task.shown
         if self._last.get(task.id) == state:
             self._last.move_to_end(task.id)
             return False

@@ -111,11 +111,6 @@ class Run:
         self.also_wake: anyio.Event | None = None
 
 
-def _visible(task: Task | None) -> tuple[object, ...]:
-    """What hosts are told about when it changes (status notifications)."""
-    return () if task is None else (task.status, task.status_message, tuple(task.input_requests))
-
-
 class TaskEngine:
     def __init__(self, store: Store, *, events_cap: int = 200_000, frames: FrameLog | None = None) -> None:
         self.store = store
@@ -220,7 +215,7 @@ class TaskEngine:
         if event is not None:
             event.set()
         # Hosts hear of changes, not of a task's creation (its handle told them that).
-        if self.on_change is not None and before is not None and _visible(before) != _visible(after):
+        if self.on_change is not None and before is not None and before.shown != after.shown:
             try:
                 await self.on_change(after)
             except Exception:  # a listener (a host's stream) must not undo a committed change

@@ -65,6 +65,11 @@ class Task:
     def terminal(self) -> bool:
         return self.status in TERMINAL
 
+    @property
+    def shown(self) -> tuple[object, ...]:
+        """What hosts are told of in status notifications: a change of it is announced."""
+        return (self.status, self.status_message, tuple(self.input_requests))
+
     def expires_ms(self) -> int | None:
         return None if self.ttl_ms is None else self.created_ms + self.ttl_ms
 
