@@ -214,10 +214,13 @@ class ConsoleApp(App[None]):
 
     # ---- selection and detail --------------------------------------------------------------
     def on_hosts_pane_picked(self, event: HostsPane.Picked) -> None:
-        if event.host_id == self.table.view.host:
+        table = next(iter(self.query("#tasks").results(TasksTable)), None)
+        if table is None:
+            return  # a pick still queued while the screen is torn down (seen under load): no table left
+        if event.host_id == table.view.host:
             return  # the pane re-highlighting the same host (every snapshot does): nothing to redo
-        self.table.view.host = event.host_id
-        self.table.rebuild()
+        table.view.host = event.host_id
+        table.rebuild()
 
     def on_data_table_row_highlighted(self, event: TasksTable.RowHighlighted) -> None:
         task_id = event.row_key.value if event.row_key is not None else None
