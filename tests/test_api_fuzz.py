@@ -44,7 +44,10 @@ def openapi(fuzzed_daemon: Daemon) -> Any:
 @settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
 def test_v1_answers_everything_as_documented(case: Any, fuzzed_daemon: Daemon) -> None:
     # Where the generated request carries a token, it is the real one (a request without one must get 401).
-    headers = dict(case.headers or {})
+    # Headers that frame the HTTP message itself (a generated `content-length: :=n^bo_`) are refused
+    # by uvicorn's HTTP parser with its own text/plain 400 before /v1 sees the request: not the API.
+    framing = {"content-length", "transfer-encoding", "host", "connection"}
+    headers = {k: v for k, v in (case.headers or {}).items() if k.lower() not in framing}
     if any(k.lower() == "authorization" for k in headers):
         headers = {k: v for k, v in headers.items() if k.lower() != "authorization"}
         headers["Authorization"] = f"Bearer {fuzzed_daemon.token}"
