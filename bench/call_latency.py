@@ -23,7 +23,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
-from harness import Daemon, FixtureHttp, RawHost, modern_meta, stdio_server
+from harness import SQLITE, Daemon, FixtureHttp, RawHost, modern_meta, stdio_server
 
 
 class RawClient:
@@ -117,7 +117,7 @@ def main() -> None:
         tmp = Path(folder)
         upstream = FixtureHttp(tmp)
         entry = {"url": upstream.url} if args.upstream == "http" else stdio_server(tmp)
-        daemon = Daemon(tmp, {"mcpServers": {"fx": entry}})
+        daemon = Daemon(tmp, {"mcpServers": {"fx": entry}}, store=SQLITE)
         try:
             daemon.start()
             direct, via = client_for(upstream.url, args.era), client_for(daemon.url, args.era)

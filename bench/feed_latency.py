@@ -21,7 +21,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
-from harness import Daemon, RawHost, stdio_server
+from harness import SQLITE, Daemon, RawHost, stdio_server
 from websockets.sync.client import connect
 
 
@@ -40,7 +40,7 @@ def main() -> int:
     opts = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="mcpx-feed-bench-") as folder:
         tmp = Path(folder)
-        d = Daemon(tmp, {"mcpServers": {"fx": stdio_server(tmp)}}, name="bench").start()
+        d = Daemon(tmp, {"mcpServers": {"fx": stdio_server(tmp)}}, name="bench", store=SQLITE).start()
         try:
             workers = [
                 threading.Thread(target=_create, args=(d.url, opts.live // 8, {"seconds": 600}, "fx__slow"))

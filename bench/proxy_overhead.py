@@ -53,6 +53,7 @@ from harness import (
     LEGACY,
     MODERN,
     ROOT,
+    SQLITE,
     Daemon,
     FixtureHttp,
     end_by_eof,
@@ -315,11 +316,13 @@ def main() -> int:
         servers: dict[str, Any] = {"fx": {"url": fixture.url}, "fxs": stdio_server(tmp, name="fxs")}
         if sdk_up:
             servers["sdk"] = {"url": sdk_up.url}
-        daemon = Daemon(tmp, {"mcpServers": servers}, name="bench")
+        daemon = Daemon(tmp, {"mcpServers": servers}, name="bench", store=SQLITE)
         # The keeper pair's other side: the same stdio upstream as the daemon's own child.
         (tmp / "unkept").mkdir()
         unkept_servers = {"fxs": stdio_server(tmp / "unkept", name="fxs")}
-        unkept = Daemon(tmp, {"mcpServers": unkept_servers, "keepers": {"enabled": False}}, name="bench-unkept")
+        unkept = Daemon(
+            tmp, {"mcpServers": unkept_servers, "keepers": {"enabled": False}}, name="bench-unkept", store=SQLITE
+        )
         for d in (daemon, unkept):
             if not args.wire_log:
                 # The harness turns on the test-only frame log (MCPX_WIRE_LOG: a file opened per frame

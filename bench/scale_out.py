@@ -29,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import pgcluster
-from harness import Daemon, stdio_server
+from harness import SQLITE, Daemon, stdio_server
 from tasks_throughput import Workload, run_round
 
 
@@ -84,7 +84,8 @@ def main() -> int:
                         },
                         "store": {"url": url, "instance": f"i{k}"},
                     }
-                    d = Daemon(tmp, config, name=f"inst-{n}-{k}")
+                    # config["store"] wins over the harness store: every instance on the one database
+                    d = Daemon(tmp, config, name=f"inst-{n}-{k}", store=SQLITE)
                     d.wire_log = ""  # type: ignore[assignment]  # the harness types it a Path; "" turns the test-only log off
                     daemons.append(d.start())
                 w = _Spread([d.url for d in daemons])

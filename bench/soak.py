@@ -39,7 +39,7 @@ import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
-from harness import Api, Daemon, FeedClient, RawHost, conformance_server, reply_of, stdio_server
+from harness import SQLITE, Api, Daemon, FeedClient, RawHost, conformance_server, reply_of, stdio_server
 
 EXT = {"io.modelcontextprotocol/clientCapabilities": {"extensions": {"io.modelcontextprotocol/tasks": {}}}}
 ASKER = {
@@ -211,7 +211,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="mcpx-soak-") as folder:
         tmp = Path(folder)
         config["mcpServers"]["fx"] = stdio_server(tmp)
-        d = Daemon(tmp, config, name="soak", extra_args=[]).start()
+        d = Daemon(tmp, config, name="soak", extra_args=[], store=SQLITE).start()
         feed = FeedClient(d, operator="soak-operator", kinds=["connection.closed"])  # questions wait for it
         try:
             assert d.proc is not None

@@ -48,7 +48,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from call_latency import RawClient
-from harness import LEGACY, Daemon, RawHost, stdio_server
+from harness import LEGACY, SQLITE, Daemon, RawHost, stdio_server
 
 from mcpx.store.sqlite import SqliteStore
 from mcpx.tasks import changes
@@ -144,7 +144,9 @@ def main() -> int:
         ids: dict[int, list[str]] = {}
         try:
             for size in sizes:
-                d = Daemon(tmp, {"mcpServers": {"fx": stdio_server(tmp, name=f"fx{size}")}}, name=f"d{size}")
+                d = Daemon(
+                    tmp, {"mcpServers": {"fx": stdio_server(tmp, name=f"fx{size}")}}, name=f"d{size}", store=SQLITE
+                )
                 d.wire_log = ""  # type: ignore[assignment]  # the harness's test-only frame log: off
                 d.start()
                 session, first = template(d)

@@ -37,7 +37,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "peers"))
 
-from harness import ROOT, Daemon, RawHost, reply_of, stdio_server
+from harness import ROOT, SQLITE, Daemon, RawHost, reply_of, stdio_server
 
 EXT = {"io.modelcontextprotocol/clientCapabilities": {"extensions": {"io.modelcontextprotocol/tasks": {}}}}
 TERMINAL = ("completed", "failed", "cancelled")
@@ -136,7 +136,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="mcpx-bench-") as folder:
         tmp = Path(folder)
         config = {"mcpServers": {"fx": stdio_server(tmp, tools={"echo": {"taskSupport": "required"}})}}
-        daemon = Daemon(tmp, config).start()
+        daemon = Daemon(tmp, config, store=SQLITE).start()
         fm = PeerHttp(
             peer_python("fastmcp-tasks"), ROOT / "tests/peers/fastmcp_upstream.py", tmp, "fm", "--concurrency", "1000"
         )
