@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+import daemon_launcher
 import httpx
 import pytest
 from wire_schema import check_wire_log
@@ -171,7 +172,7 @@ class Daemon:
         self.wire_log = tmp / f"{name}-wire.jsonl"
         self.stderr_path = tmp / f"{name}.stderr"
         self.extra_args = extra_args or []
-        self.proc: subprocess.Popen[bytes] | None = None
+        self.proc: subprocess.Popen[bytes] | daemon_launcher.ForkedDaemon | None = None
         self.port = 0
 
     def start(self, wait_upstreams: bool = True, port: int | None = None) -> Daemon:
@@ -183,27 +184,28 @@ class Daemon:
             PYTHONPATH=os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p),
         )
         (self.state_dir / "daemon.json").unlink(missing_ok=True)
-        with open(self.stderr_path, "ab") as err:
-            self.proc = subprocess.Popen(
-                [
-                    sys.executable,
-                    "-m",
-                    "mcpx",
-                    "daemon",
-                    "--config",
-                    str(self.config_path),
-                    "--state-dir",
-                    str(self.state_dir),
-                    "--port",
-                    str(port or 0),
-                    *self.extra_args,
-                ],
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.DEVNULL,
-                stderr=err,
-                env=env,
-                cwd=self.tmp,
-            )
+        argv = [
+            "daemon",
+            "--config",
+            str(self.config_path),
+            "--state-dir",
+            str(self.state_dir),
+            "--port",
+            str(port or 0),
+            *self.extra_args,
+        ]
+        if daemon_launcher.ENABLED:
+            self.proc = daemon_launcher.ForkedDaemon(argv, env, self.tmp, self.stderr_path)
+        else:
+            with open(self.stderr_path, "ab") as err:
+                self.proc = subprocess.Popen(
+                    [sys.executable, "-m", "mcpx", *argv],
+                    stdin=subprocess.DEVNULL,
+                    stdout=subprocess.DEVNULL,
+                    stderr=err,
+                    env=env,
+                    cwd=self.tmp,
+                )
 
         def ready() -> Any:
             if self.proc is not None and self.proc.poll() is not None:
