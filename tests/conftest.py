@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -26,8 +27,9 @@ def pg_cluster() -> Iterator[pgcluster.Cluster]:
         yield cluster
 
 
-# Which stores the live suite runs on: MCPX_TEST_STORES=sqlite,postgres runs it on both.
-SUITE_STORES = os.environ.get("MCPX_TEST_STORES", "sqlite").split(",")
+# Which stores the live suite runs on: both unless MCPX_TEST_STORES names one (`sqlite` for a quicker
+# run). Without PostgreSQL on the machine the postgres half is skipped, saying why.
+SUITE_STORES = os.environ.get("MCPX_TEST_STORES", "sqlite,postgres").split(",")
 
 
 @pytest.fixture(scope="session", params=SUITE_STORES)
@@ -38,6 +40,41 @@ def suite_store(request: pytest.FixtureRequest) -> SuiteStore:
     if request.param == "sqlite":
         return SuiteStore("sqlite")
     return SuiteStore("postgres", request.getfixturevalue("pg_cluster"))
+
+
+def _work_unit(nodeid: str) -> str:
+    """What one worker runs together: a file's tests on one store. (`--dist loadfile` alone would put
+    both stores' halves of a file on one worker, and a file of long tests would end the run alone.)"""
+    store = _STORE_IN_ID.search(nodeid)
+    return nodeid.split("::", 1)[0] + (f"@{store.group(1)}" if store else "")
+
+
+_STORE_IN_ID = re.compile(r"::[^\[]*\[(?:.*-)?(sqlite|postgres)(?:-.*)?\]$")
+
+
+@pytest.hookimpl(trylast=True)  # after pytest's own reordering by fixture scope, which this keeps within a unit
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Units holding a test marked `long` go first, then the larger ones: a 40-second test started
+    last is the run's tail. Every worker sorts the same collection the same way, as xdist requires."""
+    units: dict[str, list[pytest.Item]] = {}
+    for item in items:
+        units.setdefault(_work_unit(item.nodeid), []).append(item)
+    ordered = sorted(units.values(), key=lambda unit: (not any(i.get_closest_marker("long") for i in unit), -len(unit)))
+    items[:] = [item for unit in ordered for item in unit]
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """`--dist loadfile`, one file per store: the units above, handed out in the order above."""
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class FilePerStore(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return _work_unit(nodeid)
+
+    config.option.loadscopereorder = False  # its reorder counts tests; ours also knows which are long
+    return FilePerStore(config, log)
 
 
 @pytest.fixture(autouse=True)

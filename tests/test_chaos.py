@@ -277,6 +277,7 @@ def _config(servers: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+@pytest.mark.long
 def test_three_sigkills_during_1000_tasks_on_kept_stdio_upstreams_lose_nothing(start_daemon: Any) -> None:
     servers = {
         "s2": _stdio(peer_python("mcp-2.3"), "sdk2_upstream.py"),
@@ -287,6 +288,7 @@ def test_three_sigkills_during_1000_tasks_on_kept_stdio_upstreams_lose_nothing(s
     _chaos(d, ["s2", "s1", "fm"])
 
 
+@pytest.mark.long
 def test_three_sigkills_during_1000_tasks_on_http_upstreams_resume_task_servers_and_fail_cut_plain_calls(
     start_daemon: Any, tmp_path: Path
 ) -> None:

@@ -72,6 +72,7 @@ def _failures(out: Path) -> list[tuple[str, str, str]]:
     return failed
 
 
+@pytest.mark.long
 @pytest.mark.parametrize("selection", SELECTIONS)
 def test_conformance_suite_has_no_unexpected_failures(
     suite: Path, daemon: Daemon, tmp_path: Path, selection: str

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import jsonschema
+import pytest
 from harness import UNIT, Api, Daemon, FeedClient, RawHost, stdio_server, wait_until
 
 from mcpx.api.event_schemas import data_schema, envelope_schema
@@ -61,6 +62,7 @@ def _all_terminal(api: Api, ids: list[str]) -> bool:
     return not page["tasks"]
 
 
+@pytest.mark.long
 def test_every_event_of_1000_tasks_arrives_in_order_once_across_a_reconnect_and_a_sigkill(
     start_daemon: Any, tmp_path: Path
 ) -> None:
@@ -156,6 +158,7 @@ def _rss_kb(pid: int) -> int:
     return 0
 
 
+@pytest.mark.long
 def test_a_subscriber_that_never_reads_neither_slows_tasks_nor_grows_without_bound(
     start_daemon: Any, tmp_path: Path
 ) -> None:

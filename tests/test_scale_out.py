@@ -185,6 +185,7 @@ class _Plan:
         return f"{'Deleted' if self.confirm else 'Kept'} f{self.n}.txt"
 
 
+@pytest.mark.long
 @pytest.mark.timeout(240)
 def test_1000_tasks_on_three_instances_polled_updated_and_cancelled_through_random_ones_end_as_asked(
     start_daemon: Any, tmp_path: Path, pg_cluster: pgcluster.Cluster

@@ -298,6 +298,7 @@ async def _until(pilot: Pilot[None], cond: Callable[[], Any], what: str, timeout
     raise AssertionError(f"never: {what}")
 
 
+@pytest.mark.long
 async def test_a_sigkilled_instance_s_upstream_tasks_finish_on_survivors_and_its_plain_calls_fail_naming_it(
     start_daemon: Any, tmp_path: Path, pg_cluster: pgcluster.Cluster
 ) -> None:

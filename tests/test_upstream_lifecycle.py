@@ -167,6 +167,7 @@ def test_call_timeout_abandons_the_call_and_cancels_it_upstream(
     )
 
 
+@pytest.mark.long
 def test_stubborn_upstream_is_killed_at_shutdown(start_daemon: Any, tmp_path: Path, raw_host: Any) -> None:
     marker = tmp_path / "stubborn.pid"
     script = f"import os,signal,time; signal.signal(signal.SIGTERM, signal.SIG_IGN); open({str(marker)!r},'w').write(str(os.getpid())); time.sleep(600)"
