@@ -6,7 +6,8 @@ for each N in 1..3, N daemons on a fresh database (`store.url`, each its own ins
 with its own fixture upstream over stdio; 2026-07-28 hosts (8 connections) spread round-robin over
 the instances create `fx__echo` tasks (`taskSupport: required`) and poll each until completed, as
 `bench/tasks_throughput.py` does. PostgreSQL's commit rate: one connection committing one-row
-INSERTs as fast as it can (`psql`-free: asyncpg, the driver the store uses).
+INSERTs as fast as it can (`psql`-free: asyncpg, the driver the store uses). And one daemon on
+the embedded SQLite store, the same workload: what one daemon pays for PostgreSQL.
 
     python bench/scale_out.py [--tasks 2000] [--workers 8]
 
@@ -61,6 +62,31 @@ class _Spread(Workload):
         return super().host()
 
 
+def _rate(tmp: Path, label: str, stores: list[dict[str, str] | None], opts: argparse.Namespace) -> float:
+    """Tasks/s done by one daemon per entry of `stores` (None: the SQLite file in its state folder)."""
+    daemons = []
+    try:
+        for k, store in enumerate(stores):
+            config: dict[str, Any] = {
+                "mcpServers": {
+                    "fx": stdio_server(tmp, name=f"fx-{label}-{k}", tools={"echo": {"taskSupport": "required"}})
+                }
+            }
+            if store is not None:
+                config["store"] = store  # wins over the harness store: every instance on the one database
+            d = Daemon(tmp, config, name=f"{label}-{k}", store=SQLITE)
+            d.wire_log = ""  # type: ignore[assignment]  # the harness types it a Path; "" turns the test-only log off
+            daemons.append(d.start())
+        w = _Spread([d.url for d in daemons])
+        run_round(w, opts.workers * 10, opts.workers)  # warm
+        _, done, _ = run_round(w, opts.tasks, opts.workers)
+        return float(done)
+    finally:
+        for d in daemons:
+            d.stop()
+            d.kill_keepers()
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--tasks", type=int, default=2000)
@@ -73,34 +99,19 @@ def main() -> int:
     with pgcluster.running(durable=True) as cluster, tempfile.TemporaryDirectory() as folder:
         tmp = Path(folder)
         commit_rate = asyncio.run(_commit_rate(cluster.database(), 5))
+        # The embedded default beside it: what one daemon gives up by moving to PostgreSQL.
+        sqlite_rate = _rate(tmp, "sqlite", [None], opts)
+        print(f"  1 daemon on SQLite: {sqlite_rate:.0f} tasks/s created, polled, completed")
         for n in (1, 2, 3):
             url = cluster.database()
-            daemons = []
-            try:
-                for k in range(n):
-                    config = {
-                        "mcpServers": {
-                            "fx": stdio_server(tmp, name=f"fx-{n}-{k}", tools={"echo": {"taskSupport": "required"}})
-                        },
-                        "store": {"url": url, "instance": f"i{k}"},
-                    }
-                    # config["store"] wins over the harness store: every instance on the one database
-                    d = Daemon(tmp, config, name=f"inst-{n}-{k}", store=SQLITE)
-                    d.wire_log = ""  # type: ignore[assignment]  # the harness types it a Path; "" turns the test-only log off
-                    daemons.append(d.start())
-                w = _Spread([d.url for d in daemons])
-                run_round(w, opts.workers * 10, opts.workers)  # warm
-                _, done, _ = run_round(w, opts.tasks, opts.workers)
-                rates[n] = done
-                print(f"  {n} instance(s): {done:.0f} tasks/s created, polled, completed")
-            finally:
-                for d in daemons:
-                    d.stop()
-                    d.kill_keepers()
+            rates[n] = _rate(tmp, f"pg{n}", [{"url": url, "instance": f"i{k}"} for k in range(n)], opts)
+            print(f"  {n} instance(s) on PostgreSQL: {rates[n]:.0f} tasks/s created, polled, completed")
     print(f"PostgreSQL alone: {commit_rate:.0f} single-row commits/s on one connection (fsync on)")
+    print(f"  1 instance on PostgreSQL / 1 daemon on SQLite: {rates[1] / sqlite_rate:.2f}x")
     for n in (2, 3):
         print(f"  {n} instances / 1: {rates[n] / rates[1]:.2f}x")
     result = {"bench": "scale_out", "tasks": opts.tasks, "pg_commits_per_s": round(commit_rate)}
+    result |= {"sqlite_per_s": round(sqlite_rate), "ratio_pg_to_sqlite": round(rates[1] / sqlite_rate, 2)}
     result |= {f"instances_{n}_per_s": round(r) for n, r in rates.items()}
     result |= {f"ratio_{n}_to_1": round(rates[n] / rates[1], 2) for n in (2, 3)}
     print("RESULT " + json.dumps(result))
