@@ -39,6 +39,19 @@ OnListChanged = Callable[["UpstreamServer", tuple[str, ...]], Awaitable[None]]
 OnResourceUpdated = Callable[["UpstreamServer", str], Awaitable[None]]  # (server, the upstream's uri)
 
 
+def latest_run_lines(log_tail: str, lines: int) -> list[str]:
+    """The last `lines` non-blank lines of the latest start (stdio.py marks each start in the log)
+    that wrote any: a restart that has not written yet leaves the crash before it on show, which is
+    what the status line beside it (`exited with code 3`) is about."""
+    before_first, *after_marks = log_tail.split(START_MARK)
+    runs = [before_first] + [run.partition("\n")[2] for run in after_marks]  # less the mark's own line
+    for body in reversed(runs):
+        written = [line for line in body.splitlines() if line.strip()]
+        if written:
+            return written[-lines:]
+    return []
+
+
 class RestartBackoff:
     """The wait before an upstream's next start: doubling from BACKOFF_START_S up to BACKOFF_CAP_S,
     and from the start again after a run that lasted STABLE_AFTER_S (it was not crash-looping)."""
@@ -169,9 +182,7 @@ class UpstreamServer:
                 text = fh.read().decode("utf-8", errors="replace")
         except OSError:
             return []
-        # Only what its latest process wrote: stdio.py marks each start in the log.
-        text = text.rsplit(START_MARK, 1)[-1].split("\n", 1)[-1] if START_MARK in text else text
-        return [line for line in text.splitlines() if line.strip()][-lines:]
+        return latest_run_lines(text, lines)
 
     @property
     def _stopping(self) -> bool:
