@@ -16,9 +16,9 @@ from typing import Any
 
 import pytest
 from harness import ROOT, Daemon, SuiteStore
+from shared_folder import SHARED
 
 CONF = ROOT / "tests" / "conformance"
-SHARED = Path(os.environ.get("MCPX_SHARED", ROOT.parent / "shared"))
 RUNNER = SHARED / "conformance" / "run-server.sh"
 PKG = CONF / "node_modules" / "@modelcontextprotocol" / "conformance"
 SELECTIONS = ["2025-11-25", "2026-07-28", "tasks", "mrtr"]

@@ -5,15 +5,14 @@ from __future__ import annotations
 
 import copy
 import json
-import os
 from pathlib import Path
 
 import pytest
 import wire_schema
+from shared_folder import SPEC
 from wire_schema import check_definition, check_frame, check_wire_log, result_definitions
 
-SPEC_DIR = Path(os.environ.get("MCPX_SPEC_DIR", "/work/shared/spec"))
-EXAMPLES_2026 = SPEC_DIR / "upstream" / "schema" / "2026-07-28" / "examples"
+EXAMPLES_2026 = SPEC / "schema" / "2026-07-28" / "examples"
 
 TASK_ID = "786512e2-9e0d-44bd-8f29-789f320fe840"
 META_2026 = {
@@ -127,9 +126,9 @@ WRAPPERS = {
 EXAMPLE_FILES = sorted(EXAMPLES_2026.glob("*/*.json")) if EXAMPLES_2026.is_dir() else []
 
 
-@pytest.mark.skipif(not EXAMPLE_FILES, reason=f"no spec examples under {EXAMPLES_2026}")
 def test_all_48_upstream_2026_examples_are_collected():
-    assert len(EXAMPLE_FILES) == 48
+    # Fails, not skips, without the spec copy: the examples below would silently be none.
+    assert len(EXAMPLE_FILES) == 48, f"{len(EXAMPLE_FILES)} spec examples under {EXAMPLES_2026}: set MCPX_SHARED"
 
 
 @pytest.mark.parametrize("path", EXAMPLE_FILES, ids=lambda p: f"{p.parent.name}/{p.name}")

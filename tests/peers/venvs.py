@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import fcntl
 import hashlib
-import os
 import shutil
 import subprocess
 import sys
@@ -30,12 +29,10 @@ MARKER = ".complete"
 
 
 def shared_dir() -> Path:
-    """The shared/ folder that sits beside the repository checkout (or $MCPX_SHARED)."""
-    env = os.environ.get("MCPX_SHARED")
-    if env:
-        return Path(env).resolve()
-    # tests/peers/venvs.py -> parents[2] is the repo root; shared/ is its sibling.
-    return Path(__file__).resolve().parents[2].parent / "shared"
+    """The shared/ folder beside the repository checkout, or $MCPX_SHARED (tests/shared_folder.py)."""
+    from shared_folder import SHARED
+
+    return SHARED
 
 
 def requirements_file(name: str) -> Path:

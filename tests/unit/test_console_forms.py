@@ -9,23 +9,23 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import pytest
+from shared_folder import SPEC
 
 from console.forms import Answer, collect, form_spec, parse_result, quick_answer, split_errors
 from mcpx.elicitation import with_defaults
 from mcpx.questions import Question, operator_answer
 
-EXAMPLES = Path(__file__).resolve().parents[3] / "shared" / "spec" / "upstream" / "schema" / "2026-07-28" / "examples"
+EXAMPLES = SPEC / "schema" / "2026-07-28" / "examples"
 METHODS = {"sampling": "sampling/createMessage", "roots": "roots/list", "other": "ping"}
 
 
 def _example(folder: str, name: str) -> Any:
     path = EXAMPLES / folder / name
     if not path.exists():
-        pytest.skip(f"the MCP spec checkout is absent ({path} not found)")
+        pytest.fail(f"the MCP spec copy is absent ({path} not found): set MCPX_SHARED to the shared folder")
     return json.loads(path.read_text())
 
 

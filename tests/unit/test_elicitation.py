@@ -15,17 +15,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from shared_folder import SPEC
 
 from mcpx.elicitation import Field, Form, FormError, Option, coerce, parse_form, validate, with_defaults
 
-SPEC = Path(__file__).resolve().parents[3] / "shared" / "spec" / "upstream"
 REVISIONS = ("2025-11-25", "2026-07-28")
 
 
 def _spec_path(*parts: str) -> Path:
     path = SPEC.joinpath(*parts)
     if not path.exists():
-        pytest.skip(f"the MCP spec checkout is absent ({path} not found)")
+        pytest.fail(f"the MCP spec copy is absent ({path} not found): set MCPX_SHARED to the shared folder")
     return path
 
 
