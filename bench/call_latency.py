@@ -75,7 +75,8 @@ class RawClient:
             if not chunk:
                 raise ConnectionError("connection closed mid-response")
             rest += chunk
-        return json.loads(rest[:length])
+        reply: dict[str, Any] = json.loads(rest[:length])
+        return reply
 
     def close(self) -> None:
         self.sock.close()

@@ -201,7 +201,7 @@ class StdioClient:
             line = self.proc.stdout.readline()
             if not line:
                 raise ConnectionError(f"stdio server exited ({self.proc.poll()})")
-            msg = json.loads(line)
+            msg: dict[str, Any] = json.loads(line)
             if msg.get("id") == self._id and "method" not in msg:
                 return msg
 

@@ -41,8 +41,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 from harness import SQLITE, Api, Daemon, FeedClient, RawHost, conformance_server, reply_of, stdio_server
 
-EXT = {"io.modelcontextprotocol/clientCapabilities": {"extensions": {"io.modelcontextprotocol/tasks": {}}}}
-ASKER = {
+EXT: dict[str, Any] = {
+    "io.modelcontextprotocol/clientCapabilities": {"extensions": {"io.modelcontextprotocol/tasks": {}}}
+}
+ASKER: dict[str, Any] = {
     "io.modelcontextprotocol/clientCapabilities": {
         "elicitation": {},
         "extensions": {"io.modelcontextprotocol/tasks": {}},
@@ -124,7 +126,7 @@ def host_loop(url: str, era: str, stop: threading.Event, tally: Tally, think: fl
                     tally.add("quick", (time.monotonic() - started) * 1000)
                     continue
                 question = pick >= 0.85
-                name, args = "fx__slow", {"seconds": rnd.uniform(0.2, 2), "steps": 1}
+                name, args = "fx__slow", dict[str, Any]({"seconds": rnd.uniform(0.2, 2), "steps": 1})
                 if question:  # a 2026 host must declare elicitation to be asked; it leaves the answer to the operator
                     q = ("test_elicitation", {"message": "soak?"})
                     name, args = q if era == "legacy" else ("confirm_delete", {"filename": f"f{seed}"})
@@ -201,7 +203,7 @@ def main() -> int:
     ap.add_argument("--frame-budget-mb", type=float, help="the daemon's frames.budgetBytes (default: its own)")
     ap.add_argument("--think", type=float, default=0.5, help="mean seconds between a host's steps")
     opts = ap.parse_args()
-    config = {
+    config: dict[str, Any] = {
         "mcpServers": {"up": conformance_server()},
         "tasks": {"taskAfterMs": 200, "pollIntervalMs": 250},
         "connections": {"idleCloseS": opts.idle_close_s},

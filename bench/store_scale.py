@@ -187,14 +187,14 @@ def main() -> int:
     print(f"tasks/get on a 2025-11-25 session, random stored task, {args.rounds} interleaved rounds:")
     print("| stored tasks | p50 ms | p99 ms | p50 vs first | RSS MB (peak) | db MB |")
     print("|---|---|---|---|---|---|")
-    for r in results:
-        r["p50_ratio"] = round(r["p50_ms"] / base, 2)
+    for row in results:
+        row["p50_ratio"] = round(row["p50_ms"] / base, 2)
         print(
-            f"| {r['tasks']} | {r['p50_ms']:.2f} | {r['p99_ms']:.2f} | {r['p50_ratio']:.2f}x"
-            f" | {r['rss_mb']:.1f} ({r['peak_rss_mb']:.1f}) | {r['db_mb']:.1f} |"
+            f"| {row['tasks']} | {row['p50_ms']:.2f} | {row['p99_ms']:.2f} | {row['p50_ratio']:.2f}x"
+            f" | {row['rss_mb']:.1f} ({row['peak_rss_mb']:.1f}) | {row['db_mb']:.1f} |"
         )
     biggest = results[-1]
-    flat = all(0.8 <= r["p50_ratio"] <= 1.2 for r in results)
+    flat = all(0.8 <= row["p50_ratio"] <= 1.2 for r in results)
     print(
         f"targets: p50 within +-20 % of {results[0]['tasks']}'s: {'yes' if flat else 'NO'};"
         f" RSS at {biggest['tasks']} <= 120 MB: {'yes' if biggest['rss_mb'] <= 120 else 'NO'} ({biggest['rss_mb']} MB)"

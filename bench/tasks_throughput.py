@@ -35,11 +35,12 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "peers"))
 
 from harness import ROOT, SQLITE, Daemon, RawHost, reply_of, stdio_server
 
-EXT = {"io.modelcontextprotocol/clientCapabilities": {"extensions": {"io.modelcontextprotocol/tasks": {}}}}
+EXT: dict[str, Any] = {
+    "io.modelcontextprotocol/clientCapabilities": {"extensions": {"io.modelcontextprotocol/tasks": {}}}
+}
 TERMINAL = ("completed", "failed", "cancelled")
 Side = Callable[[RawHost, int], str]  # creates task number i, returns its id
 
@@ -129,8 +130,8 @@ def main() -> int:
     ap.add_argument("--workers", type=int, default=8)
     ap.add_argument("--rounds", type=int, default=3)
     opts = ap.parse_args()
+    from peers.venvs import peer_python
     from test_upstream_tasks import PeerHttp
-    from venvs import peer_python
 
     per_round = opts.tasks // opts.rounds
     with tempfile.TemporaryDirectory(prefix="mcpx-bench-") as folder:
