@@ -7,6 +7,7 @@ The suite is installed with `npm ci` from the pinned lock the first time (node_m
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import shutil
@@ -38,8 +39,15 @@ def _expected() -> set[tuple[str, str, str]]:
 def suite() -> Path:
     if shutil.which("node") is None or shutil.which("npm") is None:
         pytest.fail("node and npm are required for the conformance suite")
-    if not (PKG / "dist" / "index.js").exists():
-        subprocess.run(["npm", "ci", "--no-audit", "--no-fund"], cwd=CONF, check=True, timeout=600)
+    # The file's two stores are two xdist units that may start together: one `npm ci` at a time
+    # (two at once fail with ENOTEMPTY), and the second finds the first one's install.
+    with open(CONF / ".npm-ci.lock", "a") as lock:
+        fcntl.flock(lock.fileno(), fcntl.LOCK_EX)
+        try:
+            if not (PKG / "dist" / "index.js").exists():
+                subprocess.run(["npm", "ci", "--no-audit", "--no-fund"], cwd=CONF, check=True, timeout=600)
+        finally:
+            fcntl.flock(lock.fileno(), fcntl.LOCK_UN)
     return PKG
 
 
