@@ -105,7 +105,10 @@ class QueueScreen(ModalScreen[None]):
         self.refresh_queue()
 
     def refresh_queue(self) -> None:
-        ol = self.query_one("#queue-list", OptionList)
+        lists = self.query("#queue-list").results(OptionList)
+        ol = next(lists, None)
+        if ol is None:  # pushed but not composed yet (the app flushes meanwhile): on_mount fills it
+            return
         current = ol.highlighted_option.id if ol.highlighted_option is not None else None
         questions = self.state.answer_queue()
         ol.set_options([Option(queue_prompt(self.state, q), id=q.id) for q in questions])

@@ -15,6 +15,7 @@ from textual.widgets import Button, Static
 from console.answer_screen import QuestionForm, TaskAnswersScreen
 from console.app import ConsoleApp
 from console.commands import ACTIONS, ConsoleCommands
+from console.screens import QueueScreen
 
 pytestmark = pytest.mark.anyio
 SIZE = (180, 48)
@@ -184,3 +185,17 @@ async def test_a_click_picks_the_row_under_the_pointer_after_rows_moved_down() -
         for row in (4, 2, 5):
             await pilot.click(type(table), offset=(3, 1 + row))  # (the header is line 0)
             assert table.cursor_row == row and table.selected() == shown[row]
+
+
+async def test_a_feed_flush_between_opening_the_queue_and_its_first_paint_does_not_crash() -> None:
+    # Under load the app flushed feed changes into a just-pushed queue screen whose list was not
+    # composed yet (NoMatches took the console down in a CI run); it now fills the list on mount.
+    app = make_app("hosts")
+    async with app.run_test(size=SIZE) as pilot:
+        await loaded(pilot)
+        screen = QueueScreen(app.state, lambda _q, _key: None)
+        app.push_screen(screen)  # not awaited: compose runs later, as when the app pushes it on `a`
+        screen.refresh_queue()
+        await until(pilot, lambda: screen.query("#queue-list"), "the queue's list")
+        await pilot.pause()
+        assert app.screen is screen and app.is_running

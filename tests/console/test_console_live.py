@@ -46,7 +46,7 @@ async def test_an_answer_given_in_the_console_form_reaches_the_upstream_in_a_202
         tid = await anyio.to_thread.run_sync(start)
         await until(pilot, lambda: app.state.questions, "the question in the console")
         await pilot.press("a", "enter")
-        await pilot.pause()
+        await until(pilot, lambda: app.screen.query("#field-username"), "the answer form")
         await pilot.click("#field-username")
         await pilot.press(*"ada")
         await pilot.click("#field-email")
