@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import threading
@@ -10,9 +11,16 @@ from typing import Any
 _lock = threading.Lock()
 
 
+@functools.cache
+def _path() -> str | None:
+    # Read at the first frame, not at import: a daemon forked from a process that imported mcpx
+    # earlier (the test harness) has its environment only by then.
+    return os.environ.get("MCPX_WIRE_LOG") or None
+
+
 def record(revision: str | None, method: str | None, frame: dict[str, Any]) -> None:
     """One line per frame: the revision it was sent under and the method it answers or carries."""
-    path = os.environ.get("MCPX_WIRE_LOG")  # read per frame, not at import: a forked daemon sets it late
+    path = _path()
     if not path:
         return
     line = json.dumps({"rev": revision, "method": method, "frame": frame}, separators=(",", ":"))
