@@ -17,7 +17,7 @@ import httpx
 import websockets
 from websockets.asyncio.client import connect
 
-from mcpx import state as state_folder
+from mcpx.daemon import state_folder
 
 from .backend import BackendError
 from .wire import FEED_TYPES, FeedMessage, Frame, Json, JsonObject, TaskDetail

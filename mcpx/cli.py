@@ -15,13 +15,14 @@ from typing import Any
 
 import anyio
 
-from . import __version__, state
+from . import __version__
 from .cli_client import EXIT_NOT_RUNNING, EXIT_OK, Api, CliError, running_daemon
 from .cli_console import add_console_parser
 from .cli_format import status_text
 from .cli_ops import add_audit_parser, add_stop_parser, add_tasks_parser
 from .cli_questions import add_questions_parser
-from .config import CONFIG_SEARCH, Config, ConfigError, find_config, load_config, state_dir
+from .daemon import state_folder
+from .daemon.config import CONFIG_SEARCH, Config, ConfigError, find_config, load_config, state_dir
 
 __all__ = ["build_parser", "main", "running_daemon"]
 
@@ -34,7 +35,7 @@ def _load(args: argparse.Namespace) -> tuple[Config, Path | None]:
 
 
 def cmd_daemon(args: argparse.Namespace) -> int:
-    from .daemon import Daemon
+    from .daemon.root import Daemon
 
     logging.basicConfig(
         level=logging.DEBUG if args.verbose else logging.INFO,
@@ -50,7 +51,7 @@ def cmd_daemon(args: argparse.Namespace) -> int:
     daemon = Daemon(config, path, folder, args.port)
     try:
         anyio.run(daemon.run, backend_options={"use_uvloop": _has_uvloop()})
-    except state.AlreadyRunning as exc:
+    except state_folder.AlreadyRunning as exc:
         print(f"mcpx: {exc}", file=sys.stderr)
         return 1
     except OSError as exc:
@@ -103,7 +104,7 @@ def ensure_daemon(args: argparse.Namespace, folder: Path) -> dict[str, Any]:
             f"mcpx {args.command}: no daemon is running for {folder} and no config file was found"
             f" (searched: {CONFIG_SEARCH}).\n  give one: mcpx {again} --config FILE   (or set MCPX_CONFIG)"
         )
-    state.prepare(folder)
+    state_folder.prepare(folder)
     cmd = [sys.executable, "-m", "mcpx", "daemon", "--state-dir", str(folder)]
     if args.config:
         cmd += ["--config", args.config]
@@ -138,7 +139,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     folder = state_dir(args.state_dir)
     info = ensure_daemon(args, folder)
-    token = state.api_token(folder)
+    token = state_folder.api_token(folder)
     return anyio.run(relay, int(info["port"]), token)
 
 
@@ -149,7 +150,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 
 def cmd_config_reference(args: argparse.Namespace) -> int:
-    from .config_reference import render
+    from .daemon.config_reference import render
 
     print(render())
     return 0

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from .cli_client import running_daemon
 from .cli_ops import Subcommands
-from .config import state_dir
+from .daemon.config import state_dir
 
 CONSOLE_EPILOG = """\
 The console talks to the daemon only through /v1 and /v1/events, with the state folder's token.

@@ -15,9 +15,9 @@ from typing import Any, TypeAlias
 import anyio
 
 from . import cli_format as fmt
-from . import state
 from .cli_client import EXIT_ERROR, EXIT_OK, EXIT_WAITING, Api, ApiError, CliError, running_daemon
-from .config import state_dir
+from .daemon import state_folder
+from .daemon.config import state_dir
 
 
 def _now_ms() -> int:
@@ -158,7 +158,7 @@ def cmd_audit(args: argparse.Namespace) -> int:
 # ---- stop --------------------------------------------------------------------------------------
 def _gone(pid: int) -> bool:
     """The process ended (a zombie its parent has not reaped yet counts as ended)."""
-    if not state.pid_alive(pid):
+    if not state_folder.pid_alive(pid):
         return True
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()

@@ -15,7 +15,7 @@ from . import cli_format as fmt
 from . import elicitation
 from .cli_client import EXIT_OK, EXIT_USAGE, Api, ApiError, CliError
 from .cli_ops import Subcommands, base_options, default_by, epilog
-from .config import state_dir
+from .daemon.config import state_dir
 
 
 def _api(args: argparse.Namespace) -> Api:

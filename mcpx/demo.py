@@ -9,8 +9,8 @@ from typing import Any
 
 import anyio
 
-from .config import parse_config
-from .daemon import Daemon
+from .daemon.config import parse_config
+from .daemon.root import Daemon
 from .hostclient import HttpHost
 
 

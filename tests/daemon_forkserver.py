@@ -17,7 +17,7 @@ import signal
 import sys
 from typing import Any
 
-PRELOAD = ("mcpx.cli", "mcpx.daemon")
+PRELOAD = ("mcpx.cli", "mcpx.daemon.root")
 
 
 def _send(message: dict[str, Any]) -> None:

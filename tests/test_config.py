@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from mcpx.config import Config, ConfigError, find_config, load_config, parse_config
-from mcpx.config_reference import render
+from mcpx.daemon.config import Config, ConfigError, find_config, load_config, parse_config
+from mcpx.daemon.config_reference import render
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -106,7 +106,7 @@ def test_the_config_reference_has_a_section_for_every_config_model() -> None:
     """A new section of the config (a model field of a model) is described, not only named."""
     from pydantic import BaseModel
 
-    from mcpx.config_reference import SECTIONS
+    from mcpx.daemon.config_reference import SECTIONS
 
     listed = {model for _, model in SECTIONS}
     todo, seen = [Config], set()

@@ -14,7 +14,7 @@ import anyio
 
 from .. import __version__
 from ..broker import Broker
-from ..config import Config
+from ..daemon.config import Config
 from ..protocol import jsonrpc, legacy, modern, pagination, shaping
 from ..protocol.errors import (
     INVALID_PARAMS,

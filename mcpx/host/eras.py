@@ -6,7 +6,7 @@ import secrets
 from dataclasses import dataclass, field
 
 from ..broker import Broker
-from ..config import Config
+from ..daemon.config import Config
 from ..tasks.engine import TaskEngine
 from ..tasks.model import Task
 from ..upstream.pool import UpstreamPool

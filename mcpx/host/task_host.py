@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from ..broker import Broker
-    from ..config import TasksConfig
+    from ..daemon.config import TasksConfig
     from ..tasks.engine import TaskEngine
     from ..upstream.pool import Route, UpstreamServer
     from .connection import RequestContext

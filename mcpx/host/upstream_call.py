@@ -19,7 +19,7 @@ from typing import Any
 
 import anyio
 
-from ..config import Config
+from ..daemon.config import Config
 from ..protocol import jsonrpc, legacy, request_state, shaping
 from ..protocol.errors import InternalError, UpstreamUnavailable
 from ..protocol.jsonrpc import Id

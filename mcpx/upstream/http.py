@@ -16,7 +16,7 @@ from typing import Any, Literal
 import anyio
 import httpx
 
-from ..config import ServerConfig
+from ..daemon.config import ServerConfig
 from ..protocol import fastjson
 from ..protocol.errors import UPSTREAM_UNAVAILABLE
 from ..protocol.jsonrpc import Id

@@ -15,8 +15,8 @@ import json
 from pathlib import Path
 from typing import Any, TypedDict
 
-from ..config import ServerConfig
-from ..state import write_private_json
+from ..daemon.config import ServerConfig
+from ..daemon.state_folder import write_private_json
 from .keeper_wire import stem
 
 FOLDER = "upstream-sessions"

@@ -25,7 +25,7 @@ import anyio
 from anyio.abc import Process, SocketStream
 from anyio.streams.buffered import BufferedByteReceiveStream
 
-from ..config import ServerConfig
+from ..daemon.config import ServerConfig
 from ..protocol import fastjson
 from ..protocol.jsonrpc import Id
 from ..protocol.revisions import Era

@@ -13,7 +13,7 @@ from typing import Any, Literal
 import anyio
 from anyio.abc import TaskGroup, TaskStatus
 
-from ..config import Config, ServerConfig
+from ..daemon.config import Config, ServerConfig
 from ..protocol import jsonrpc
 from ..protocol.errors import InvalidParams, LimitReached, McpError, UpstreamError, UpstreamUnavailable
 from . import http_session_record

@@ -14,7 +14,7 @@ from typing import Any, Literal
 import anyio
 from anyio.abc import Process
 
-from ..config import ServerConfig
+from ..daemon.config import ServerConfig
 from ..protocol import fastjson
 from ..protocol.jsonrpc import Id
 from ..protocol.revisions import Era

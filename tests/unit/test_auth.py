@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from mcpx.auth import TokenTable, sha256_hex
-from mcpx.config import ConfigError, parse_config
+from mcpx.daemon.config import ConfigError, parse_config
 
 ALICE = "a" * 20
 BOB = "b" * 20

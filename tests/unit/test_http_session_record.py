@@ -6,7 +6,7 @@ from __future__ import annotations
 import stat
 from pathlib import Path
 
-from mcpx.config import ServerConfig
+from mcpx.daemon.config import ServerConfig
 from mcpx.upstream import http_session_record as record
 
 CFG = ServerConfig(url="http://127.0.0.1:9/mcp", headers={"Authorization": "Bearer a"})

@@ -13,7 +13,7 @@ import anyio
 import pytest
 
 from mcpx import frames
-from mcpx.config import Config
+from mcpx.daemon.config import Config
 from mcpx.events import StoredEvent
 from mcpx.host.connection import HostConnection, RequestContext
 from mcpx.host.dispatch import Dispatcher

@@ -22,32 +22,33 @@ import uvicorn
 from starlette.applications import Starlette
 from starlette.routing import Route, WebSocketRoute
 
-from . import __version__, state
-from .api import v1
-from .api.feed import FeedEndpoint
-from .api.models import DaemonPhase
-from .auth import TokenTable
-from .broker import Broker
+from .. import __version__
+from ..api import v1
+from ..api.feed import FeedEndpoint
+from ..api.models import DaemonPhase
+from ..auth import TokenTable
+from ..broker import Broker
+from ..connections import ConnectionRegistry
+from ..events import EventBus
+from ..frames import FrameLog
+from ..host import remote_changes
+from ..host.dispatch import Dispatcher
+from ..host.http import McpEndpoint
+from ..host.router import HostRouter
+from ..host.shim_endpoint import ShimEndpoint
+from ..host.subscriptions import Hub
+from ..operations import Operations
+from ..store import Store
+from ..store.postgres import PostgresStore
+from ..store.sqlite import SqliteStore
+from ..tasks.active import ActiveTasks
+from ..tasks.engine import TaskEngine
+from ..upstream import http_session_record, reclaim, upstream_tasks
+from ..upstream.pool import UpstreamPool, UpstreamServer
+from . import state_folder
 from .config import CONFIG_SEARCH, Config
-from .connections import ConnectionRegistry
-from .events import EventBus
-from .frames import FrameLog
-from .host import remote_changes
-from .host.dispatch import Dispatcher
-from .host.http import McpEndpoint
-from .host.router import HostRouter
-from .host.shim_endpoint import ShimEndpoint
-from .host.subscriptions import Hub
-from .operations import Operations
-from .store import Store
-from .store.postgres import PostgresStore
-from .store.sqlite import SqliteStore
-from .tasks.active import ActiveTasks
-from .tasks.engine import TaskEngine
-from .upstream import http_session_record, reclaim, upstream_tasks
-from .upstream.pool import UpstreamPool, UpstreamServer
 
-log = logging.getLogger("mcpx.daemon")
+log = logging.getLogger("mcpx.daemon.root")
 GRACEFUL_S = 3
 
 
@@ -224,10 +225,10 @@ class Daemon:
             log.warning("%s configures no upstream to start: serving with none", self.config_path)
 
     async def run(self, ready: Callable[[int], None] | None = None) -> None:
-        state.prepare(self.state_dir)
-        lock = state.acquire_lock(self.state_dir)
+        state_folder.prepare(self.state_dir)
+        lock = state_folder.acquire_lock(self.state_dir)
         try:
-            token = state.api_token(self.state_dir)
+            token = state_folder.api_token(self.state_dir)
             # proto=IPPROTO_TCP: asyncio sets TCP_NODELAY on accepted sockets only when proto says TCP.
             sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -272,7 +273,7 @@ class Daemon:
                 # Serve once every upstream had its (bounded) chance to start, so the capabilities
                 # a host is given at initialize/discover already include what the upstreams offer.
                 await self.pool.wait_started()
-                state.write_info(
+                state_folder.write_info(
                     self.state_dir,
                     {
                         "pid": os.getpid(),
@@ -302,7 +303,7 @@ class Daemon:
                 tg.cancel_scope.cancel()
             self.phase = "stopped"
         finally:
-            state.remove_info(self.state_dir)
+            state_folder.remove_info(self.state_dir)
             lock.close()
 
     async def _drain(self) -> None:
