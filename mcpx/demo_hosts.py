@@ -30,7 +30,7 @@ import anyio
 import httpx
 
 from . import __version__
-from .cli_client import running_daemon
+from .cli.daemon_client import running_daemon
 from .demo_calls import run_legacy, run_modern
 from .demo_plan import AGENT, AGENT_OPENING, CLI, CLI_OPENING, LEGACY_IDE, LEGACY_IDE_OPENING, Call, Gate, Plan
 from .demo_stdio import StdioHost, open_stdio_host

@@ -17,7 +17,7 @@ import signal
 import sys
 from typing import Any
 
-PRELOAD = ("mcpx.cli", "mcpx.daemon.root")
+PRELOAD = ("mcpx.cli.main", "mcpx.daemon.root")
 
 
 def _send(message: dict[str, Any]) -> None:
@@ -77,10 +77,10 @@ def become(request: dict[str, Any]) -> None:
     os.environ.clear()
     os.environ.update(request["env"])
     sys.path[0] = request["cwd"]  # what `python -m` puts first, where this script's folder was
-    import mcpx.cli
+    import mcpx.cli.main
 
-    sys.argv = [os.path.join(os.path.dirname(mcpx.cli.__file__), "__main__.py"), *request["argv"]]
-    sys.exit(mcpx.cli.main(request["argv"]))
+    sys.argv = [os.path.join(os.path.dirname(mcpx.__file__), "__main__.py"), *request["argv"]]
+    sys.exit(mcpx.cli.main.main(request["argv"]))
 
 
 if __name__ == "__main__":

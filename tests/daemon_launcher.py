@@ -3,7 +3,7 @@
 Why: a cold `python -m mcpx daemon` spends about 0.6 s of CPU importing FastAPI, pydantic and
 uvicorn before it serves anything, and the suite starts a daemon (often several) for nearly every
 test, on each store. Forked, one is ready on 0.1 s of CPU, and the two-store run on two cores went
-from 710 s to 580 s. The forked process runs the same code a cold one runs (`mcpx.cli.main` with the
+from 710 s to 580 s. The forked process runs the same code a cold one runs (`mcpx.cli.main.main` with the
 same arguments, environment, working folder and stderr file: `daemon_forkserver.become`), as its
 own process; only the imports were done before the fork. `MCPX_TEST_FORK=0` starts every daemon
 cold instead (`python -m mcpx daemon`); the `mcpx serve` auto-start and tests/test_config.py always do.

@@ -15,7 +15,7 @@ from typing import Any
 
 from harness import ROOT, UNIT, Api, Daemon, RawHost, conformance_server, operator_attached, stdio_server, wait_until
 
-from mcpx import cli_format
+from mcpx.cli import text_format
 from mcpx.events import EVENT_KINDS
 
 ENV = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p))
@@ -319,7 +319,7 @@ def test_status_shows_a_crashed_upstreams_exit_code_and_only_its_latest_stderr(
 
 # ---- the CLI's own lists -------------------------------------------------------------------------
 def test_the_cli_offers_the_daemons_event_kinds_and_documents_its_exit_codes(tmp_path: Path) -> None:
-    assert tuple(EVENT_KINDS) == cli_format.EVENT_KINDS
+    assert tuple(EVENT_KINDS) == text_format.EVENT_KINDS
     usage = mcpx(tmp_path, "tasks", "watch", "--kind", "task.nope")
     assert usage.returncode == 2 and "invalid choice" in usage.stderr
     helptext = subprocess.run(

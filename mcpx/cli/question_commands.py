@@ -11,11 +11,11 @@ import json
 import time
 from typing import Any
 
-from . import cli_format as fmt
-from . import elicitation
-from .cli_client import EXIT_OK, EXIT_USAGE, Api, ApiError, CliError
-from .cli_ops import Subcommands, base_options, default_by, epilog
-from .daemon.config import state_dir
+from .. import elicitation
+from ..daemon.config import state_dir
+from . import text_format as fmt
+from .daemon_client import EXIT_OK, EXIT_USAGE, Api, ApiError, CliError
+from .operator_commands import Subcommands, base_options, default_by, epilog
 
 
 def _api(args: argparse.Namespace) -> Api:

@@ -7,9 +7,9 @@ import getpass
 import sys
 from pathlib import Path
 
-from .cli_client import running_daemon
-from .cli_ops import Subcommands
-from .daemon.config import state_dir
+from ..daemon.config import state_dir
+from .daemon_client import running_daemon
+from .operator_commands import Subcommands
 
 CONSOLE_EPILOG = """\
 The console talks to the daemon only through /v1 and /v1/events, with the state folder's token.
@@ -57,7 +57,7 @@ def run_console(folder: Path, operator: str, args: argparse.Namespace) -> int:
 def cmd_console(args: argparse.Namespace) -> int:
     operator = _operator(args.operator)
     if args.demo:
-        from .demo_console import start_demo
+        from ..demo_console import start_demo
 
         demo = start_demo()
         try:
@@ -74,7 +74,7 @@ def cmd_console(args: argparse.Namespace) -> int:
                 file=sys.stderr,
             )
             return 1
-        from .cli import ensure_daemon
+        from .main import ensure_daemon
 
         ensure_daemon(args, folder)
     return run_console(folder, operator, args)

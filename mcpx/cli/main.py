@@ -15,14 +15,14 @@ from typing import Any
 
 import anyio
 
-from . import __version__
-from .cli_client import EXIT_NOT_RUNNING, EXIT_OK, Api, CliError, running_daemon
-from .cli_console import add_console_parser
-from .cli_format import status_text
-from .cli_ops import add_audit_parser, add_stop_parser, add_tasks_parser
-from .cli_questions import add_questions_parser
-from .daemon import state_folder
-from .daemon.config import CONFIG_SEARCH, Config, ConfigError, find_config, load_config, state_dir
+from .. import __version__
+from ..daemon import state_folder
+from ..daemon.config import CONFIG_SEARCH, Config, ConfigError, find_config, load_config, state_dir
+from .console_command import add_console_parser
+from .daemon_client import EXIT_NOT_RUNNING, EXIT_OK, Api, CliError, running_daemon
+from .operator_commands import add_audit_parser, add_stop_parser, add_tasks_parser
+from .question_commands import add_questions_parser
+from .text_format import status_text
 
 __all__ = ["build_parser", "main", "running_daemon"]
 
@@ -35,7 +35,7 @@ def _load(args: argparse.Namespace) -> tuple[Config, Path | None]:
 
 
 def cmd_daemon(args: argparse.Namespace) -> int:
-    from .daemon.root import Daemon
+    from ..daemon.root import Daemon
 
     logging.basicConfig(
         level=logging.DEBUG if args.verbose else logging.INFO,
@@ -135,7 +135,7 @@ def ensure_daemon(args: argparse.Namespace, folder: Path) -> dict[str, Any]:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    from .host.stdio import relay
+    from .serve import relay
 
     folder = state_dir(args.state_dir)
     info = ensure_daemon(args, folder)
@@ -144,13 +144,13 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    from .demo import run_demo
+    from ..demo import run_demo
 
     return run_demo(once=args.once, port=args.port)
 
 
 def cmd_config_reference(args: argparse.Namespace) -> int:
-    from .daemon.config_reference import render
+    from ..daemon.config_reference import render
 
     print(render())
     return 0

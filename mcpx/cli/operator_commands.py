@@ -14,10 +14,10 @@ from typing import Any, TypeAlias
 
 import anyio
 
-from . import cli_format as fmt
-from .cli_client import EXIT_ERROR, EXIT_OK, EXIT_WAITING, Api, ApiError, CliError, running_daemon
-from .daemon import state_folder
-from .daemon.config import state_dir
+from ..daemon import state_folder
+from ..daemon.config import state_dir
+from . import text_format as fmt
+from .daemon_client import EXIT_ERROR, EXIT_OK, EXIT_WAITING, Api, ApiError, CliError, running_daemon
 
 
 def _now_ms() -> int:
@@ -169,7 +169,7 @@ def _gone(pid: int) -> bool:
 
 def _stop_orphan_keepers(folder: Path) -> None:
     """Keepers a crashed daemon left (they would end after their grace period anyway)."""
-    from .upstream import keeper_transport, keeper_wire
+    from ..upstream import keeper_transport, keeper_wire
 
     records = keeper_wire.all_records(folder / keeper_wire.FOLDER)
     for record in records:

@@ -14,7 +14,7 @@ from typing import Any
 
 import httpx
 
-from .daemon import state_folder
+from ..daemon import state_folder
 
 EXIT_OK = 0
 EXIT_ERROR = 1
