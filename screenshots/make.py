@@ -18,7 +18,7 @@ from textual.pilot import Pilot
 
 from console.app import ConsoleApp
 from console.client import DaemonClient, locate_in
-from mcpx.demo_console import start_demo
+from mcpx.demo.console_world import start_demo
 
 OUT = Path(__file__).resolve().parent
 SIZE = (180, 48)

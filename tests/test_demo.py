@@ -16,7 +16,7 @@ import httpx
 import pytest
 from harness import UNIT, wait_until
 
-from mcpx.demo_console import MARK, DemoRun, start_demo
+from mcpx.demo.console_world import MARK, DemoRun, start_demo
 
 APPROVE = {"action": "accept", "content": {"approve": True, "environment": "staging"}, "by": "test"}
 
@@ -156,7 +156,7 @@ def test_stop_leaves_no_process_and_no_folder() -> None:
 
 def test_a_demo_whose_console_dies_ends_with_it() -> None:
     """SIGKILL leaves no stop() to call: the hosts see their parent gone and take the run down."""
-    code = "import sys, time; from mcpx.demo_console import start_demo; print(start_demo().state_dir, flush=True); time.sleep(120)"
+    code = "import sys, time; from mcpx.demo.console_world import start_demo; print(start_demo().state_dir, flush=True); time.sleep(120)"
     with subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True) as console:
         try:
             assert console.stdout is not None

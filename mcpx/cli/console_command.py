@@ -57,7 +57,7 @@ def run_console(folder: Path, operator: str, args: argparse.Namespace) -> int:
 def cmd_console(args: argparse.Namespace) -> int:
     operator = _operator(args.operator)
     if args.demo:
-        from ..demo_console import start_demo
+        from ..demo.console_world import start_demo
 
         demo = start_demo()
         try:

@@ -144,7 +144,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    from ..demo import run_demo
+    from ..demo.run_once import run_demo
 
     return run_demo(once=args.once, port=args.port)
 

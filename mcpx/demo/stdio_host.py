@@ -17,8 +17,8 @@ import anyio
 from anyio.abc import Process
 from anyio.streams.buffered import BufferedByteReceiveStream
 
-from .hostclient import RpcError
-from .protocol.revisions import LEGACY_LATEST
+from ..protocol.revisions import LEGACY_LATEST
+from .host_client import RpcError
 
 MAX_LINE = 64 * 1024 * 1024
 

@@ -1,4 +1,4 @@
-"""The demo upstream's tools: what each one declares and does (the wire is in demo_upstream.py).
+"""The demo upstream's tools: what each one declares and does (the wire is in upstream.py).
 
 Each tool is a plain function of a `Call`, run in its own thread: it sleeps (cancellably), reports
 progress and log messages, may ask the host a question (`elicitation/create`), and returns a
@@ -42,7 +42,7 @@ class PeerError(Exception):
 
 
 class Wire(Protocol):
-    """What a call needs of the connection: demo_upstream.Peer."""
+    """What a call needs of the connection: upstream.Peer."""
 
     def send(self, msg: dict[str, Any]) -> None: ...
 

@@ -14,8 +14,8 @@ from typing import Any, Protocol
 
 import anyio
 
-from .demo_plan import Call
-from .hostclient import RpcError
+from .host_client import RpcError
+from .plan import Call
 
 TERMINAL = frozenset({"completed", "failed", "cancelled"})
 TASK_TTL_MS = 15 * 60 * 1000

@@ -29,7 +29,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from .daemon import state_folder
+from ..daemon import state_folder
 
 MARK = "MCPX_DEMO_RUN"  # environment variable naming the run; every process of it inherits it
 START_TIMEOUT_S = 20.0
@@ -39,7 +39,7 @@ ASKING_TOOLS = "deploy,confirm"
 
 
 def demo_config() -> dict[str, Any]:
-    upstream = [sys.executable, "-m", "mcpx.demo_upstream", "--tools"]
+    upstream = [sys.executable, "-m", "mcpx.demo.upstream", "--tools"]
     return {
         "mcpServers": {
             "demo": {"command": upstream[0], "args": [*upstream[1:], DEMO_TOOLS], "mcpx": {"namespace": "demo"}},
@@ -115,7 +115,7 @@ def start_demo() -> DemoRun:
         daemon_args = ["-m", "mcpx", "daemon", "--config", str(config), "--state-dir", str(folder), "--port", "0"]
         daemon = _spawn(daemon_args, env, folder / "daemon.log")
         run = DemoRun(folder, daemon, _wait_for_info(daemon, folder))
-        hosts_args = ["-m", "mcpx.demo_hosts", "--url", run.url, "--state-dir", str(folder), "--reap-on-orphan"]
+        hosts_args = ["-m", "mcpx.demo.paced_hosts", "--url", run.url, "--state-dir", str(folder), "--reap-on-orphan"]
         hosts_args += ["--parent", str(os.getpid())]
         run.hosts = _spawn(hosts_args, env, folder / "hosts.log")
     except BaseException:

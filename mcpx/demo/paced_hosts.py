@@ -10,7 +10,7 @@ starts a call every 1–4 s, a few in parallel; when the daemon goes away it bac
 (the URL re-read from the state folder, the legacy session resumed when the daemon still knows it).
 SIGTERM/SIGINT end it cleanly, and so does the death of its parent.
 
-    python -m mcpx.demo_hosts --url URL --state-dir DIR
+    python -m mcpx.demo.paced_hosts --url URL --state-dir DIR
 """
 
 from __future__ import annotations
@@ -29,15 +29,15 @@ from typing import Any, Protocol
 import anyio
 import httpx
 
-from . import __version__
-from .cli.daemon_client import running_daemon
-from .demo_calls import run_legacy, run_modern
-from .demo_plan import AGENT, AGENT_OPENING, CLI, CLI_OPENING, LEGACY_IDE, LEGACY_IDE_OPENING, Call, Gate, Plan
-from .demo_stdio import StdioHost, open_stdio_host
-from .hostclient import HttpHost, RpcError, SessionLost
-from .protocol.revisions import TASKS_EXTENSION
+from .. import __version__
+from ..cli.daemon_client import running_daemon
+from ..protocol.revisions import TASKS_EXTENSION
+from .calls import run_legacy, run_modern
+from .host_client import HttpHost, RpcError, SessionLost
+from .plan import AGENT, AGENT_OPENING, CLI, CLI_OPENING, LEGACY_IDE, LEGACY_IDE_OPENING, Call, Gate, Plan
+from .stdio_host import StdioHost, open_stdio_host
 
-log = logging.getLogger("mcpx.demo")
+log = logging.getLogger("mcpx.demo.run_once")
 MAX_IN_FLIGHT = 3
 PACE_S = (1.0, 4.0)
 BACKOFF_S = (0.5, 10.0)
@@ -280,7 +280,7 @@ async def _start_later(host: Host, rng: random.Random, delay: float) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m mcpx.demo_hosts", description="the console demo's hosts")
+    parser = argparse.ArgumentParser(prog="python -m mcpx.demo.paced_hosts", description="the console demo's hosts")
     parser.add_argument("--url", required=True, help="the daemon's /mcp URL (re-read from the state folder later)")
     parser.add_argument("--state-dir", required=True, type=Path, help="the demo daemon's state folder")
     parser.add_argument(
@@ -300,7 +300,7 @@ def main(argv: list[str] | None = None) -> int:
     logging.getLogger("httpx").setLevel(logging.WARNING)  # a line per poll would drown the calls
     orphaned = anyio.run(run, args.url, args.state_dir, args.parent or os.getppid())
     if orphaned and args.reap_on_orphan:
-        from .demo_console import reap_orphaned
+        from .console_world import reap_orphaned
 
         reap_orphaned(args.state_dir)
     return 0

@@ -9,9 +9,9 @@ from typing import Any
 
 import anyio
 
-from .daemon.config import parse_config
-from .daemon.root import Daemon
-from .hostclient import HttpHost
+from ..daemon.config import parse_config
+from ..daemon.root import Daemon
+from .host_client import HttpHost
 
 
 async def _show(url: str) -> None:
@@ -39,7 +39,7 @@ async def _show(url: str) -> None:
 
 def run_demo(once: bool, port: int) -> int:
     config = parse_config(
-        {"mcpServers": {"demo": {"command": sys.executable, "args": ["-m", "mcpx.demo_upstream"]}}}, "(demo)"
+        {"mcpServers": {"demo": {"command": sys.executable, "args": ["-m", "mcpx.demo.upstream"]}}}, "(demo)"
     )
     with tempfile.TemporaryDirectory(prefix="mcpx-demo-") as folder:
         daemon = Daemon(config, None, Path(folder), port)
