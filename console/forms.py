@@ -1,6 +1,6 @@
 """A question from ``/v1/questions/{id}`` as a form to show, and an answer from what its widgets hold. Pure.
 
-Checks go through ``mcpx.elicitation`` (``coerce``, then ``validate``), so the console refuses
+Checks go through ``mcpx.questions.elicitation`` (``coerce``, then ``validate``), so the console refuses
 exactly what the daemon would. Widget rules:
 
 - An empty text, number or integer input, and a single choice with nothing chosen, send nothing
@@ -21,8 +21,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
-from mcpx import elicitation
-from mcpx.elicitation import Field, Form, FormError, Option
+from mcpx.questions import elicitation
+from mcpx.questions.elicitation import Field, Form, FormError, Option
 
 Widget = Literal["text", "number", "integer", "switch", "radio", "select", "multi"]
 Action = Literal["accept", "decline", "cancel"]

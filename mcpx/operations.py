@@ -8,11 +8,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from .broker import Broker, NotOpen, UnknownQuestion
 from .connections import ConnectionRegistry
 from .events import EventBus, StoredEvent
 from .frames import Frame
-from .questions import Action, AnswerError, Question, QuestionStatus, operator_answer
+from .questions.broker import Broker, NotOpen, UnknownQuestion
+from .questions.question import Action, AnswerError, Question, QuestionStatus, operator_answer
 from .store import TaskQuery
 from .tasks import changes
 from .tasks.engine import TaskEngine, now_ms

@@ -22,7 +22,7 @@ from .. import __version__
 from ..events import EventKind
 from ..operations import CURSOR_PATTERN, Conflict, NotFound, Operations
 from ..protocol.errors import LimitReached
-from ..questions import AnswerError, QuestionStatus
+from ..questions.question import AnswerError, QuestionStatus
 from . import models
 from .origin import origin_allowed
 

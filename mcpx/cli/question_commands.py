@@ -11,8 +11,8 @@ import json
 import time
 from typing import Any
 
-from .. import elicitation
 from ..daemon.config import state_dir
+from ..questions import elicitation
 from . import text_format as fmt
 from .daemon_client import EXIT_OK, EXIT_USAGE, Api, ApiError, CliError
 from .operator_commands import Subcommands, base_options, default_by, epilog

@@ -27,7 +27,6 @@ from ..api import v1
 from ..api.feed import FeedEndpoint
 from ..api.models import DaemonPhase
 from ..auth import TokenTable
-from ..broker import Broker
 from ..connections import ConnectionRegistry
 from ..events import EventBus
 from ..frames import FrameLog
@@ -38,6 +37,7 @@ from ..host.router import HostRouter
 from ..host.shim_endpoint import ShimEndpoint
 from ..host.subscriptions import Hub
 from ..operations import Operations
+from ..questions.broker import Broker
 from ..store import Store
 from ..store.postgres import PostgresStore
 from ..store.sqlite import SqliteStore

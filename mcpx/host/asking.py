@@ -12,11 +12,11 @@ from typing import Any
 
 import anyio
 
-from ..broker import Broker, HostAsk, OnWaiting
 from ..protocol import jsonrpc
 from ..protocol.errors import InternalError, MissingClientCapability, UpstreamError
 from ..protocol.legacy_tasks import related_meta
-from ..questions import Question
+from ..questions.broker import Broker, HostAsk, OnWaiting
+from ..questions.question import Question
 from ..tasks.engine import TaskEngine
 from ..upstream.pool import UpstreamServer
 from ..upstream.session import OnRequest

@@ -13,7 +13,6 @@ from typing import Any
 import anyio
 
 from .. import __version__
-from ..broker import Broker
 from ..daemon.config import Config
 from ..protocol import jsonrpc, legacy, modern, pagination, shaping
 from ..protocol.errors import (
@@ -29,6 +28,7 @@ from ..protocol.errors import (
 from ..protocol.jsonrpc import Id
 from ..protocol.legacy_tasks import TaskErrorReply, enabled, task_support
 from ..protocol.revisions import MODERN
+from ..questions.broker import Broker
 from ..tasks.engine import TaskEngine, now_ms
 from ..upstream.catalogue import KINDS
 from ..upstream.pool import Route, UpstreamPool, UpstreamServer

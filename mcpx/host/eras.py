@@ -5,8 +5,8 @@ from __future__ import annotations
 import secrets
 from dataclasses import dataclass, field
 
-from ..broker import Broker
 from ..daemon.config import Config
+from ..questions.broker import Broker
 from ..tasks.engine import TaskEngine
 from ..tasks.model import Task
 from ..upstream.pool import UpstreamPool

@@ -16,7 +16,7 @@ import anyio
 from ..ids import opaque_id
 
 if TYPE_CHECKING:
-    from ..questions import Question
+    from ..questions.question import Question
     from ..tasks.engine import Run
 
 WaitOutcome = Literal["done", "question", "deadline"]

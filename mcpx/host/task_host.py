@@ -10,8 +10,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
-    from ..broker import Broker
     from ..daemon.config import TasksConfig
+    from ..questions.broker import Broker
     from ..tasks.engine import TaskEngine
     from ..upstream.pool import Route, UpstreamServer
     from .connection import RequestContext

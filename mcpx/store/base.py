@@ -12,7 +12,7 @@ from typing import Any, Protocol
 
 from ..connections import ConnectionRecord
 from ..events import Event, StoredEvent
-from ..questions import Question, QuestionStatus
+from ..questions.question import Question, QuestionStatus
 from ..tasks.model import Task
 
 

@@ -8,7 +8,7 @@ from typing import Any
 
 from ..connections import ConnectionRecord
 from ..events import Event, StoredEvent
-from ..questions import Question
+from ..questions.question import Question
 from ..tasks.model import Task
 
 _TASK_NAMES = tuple(f.name for f in dataclasses.fields(Task))

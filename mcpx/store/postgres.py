@@ -26,7 +26,7 @@ import asyncpg
 
 from ..connections import ConnectionRecord
 from ..events import StoredEvent
-from ..questions import Question, QuestionStatus
+from ..questions.question import Question, QuestionStatus
 from ..tasks.model import TERMINAL, Task
 from . import codec
 from .base import Claim, Snapshot, StoreError, TaskQuery

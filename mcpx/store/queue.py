@@ -12,7 +12,7 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 
 from ..connections import ConnectionRecord
 from ..events import Event, StoredEvent
-from ..questions import Question
+from ..questions.question import Question
 from ..tasks.model import Task
 from . import codec
 from .base import StoreError

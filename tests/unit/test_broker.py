@@ -1,4 +1,4 @@
-"""mcpx.broker: a question is one stored row with its question.* events; it is answered once (host
+"""mcpx.questions.broker: a question is one stored row with its question.* events; it is answered once (host
 or operator, first wins, who answered is kept), operators' answers are checked (404/409/422), a
 question nobody can answer is closed at once with -32601, one whose call ends closes with it, and
 at expiry an elicitation is answered cancel while anything else fails; real SqliteStore files."""
@@ -14,10 +14,10 @@ import anyio
 import pytest
 from anyio.abc import TaskGroup
 
-from mcpx.broker import Broker, NotOpen, UnknownQuestion
 from mcpx.events import EventBus, StoredEvent, Subscriber
 from mcpx.protocol.errors import InternalError, LimitReached, MethodNotFound, UpstreamError
-from mcpx.questions import USER_REJECTED, AnswerError, Question
+from mcpx.questions.broker import Broker, NotOpen, UnknownQuestion
+from mcpx.questions.question import USER_REJECTED, AnswerError, Question
 from mcpx.store import StoreError
 from mcpx.store.sqlite import SqliteStore
 

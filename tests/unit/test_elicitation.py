@@ -1,4 +1,4 @@
-"""mcpx.elicitation: elicitation forms parsed, answers validated, CLI strings coerced.
+"""mcpx.questions.elicitation: elicitation forms parsed, answers validated, CLI strings coerced.
 
 The schemas come from the spec where it has them: the 2026-07-28 examples (schema/2026-07-28/examples),
 the documented property schemas of both revisions' elicitation pages (the JSON blocks under
@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from shared_folder import SPEC
 
-from mcpx.elicitation import Field, Form, FormError, Option, coerce, parse_form, validate, with_defaults
+from mcpx.questions.elicitation import Field, Form, FormError, Option, coerce, parse_form, validate, with_defaults
 
 REVISIONS = ("2025-11-25", "2026-07-28")
 

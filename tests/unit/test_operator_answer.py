@@ -1,4 +1,4 @@
-"""mcpx.questions.operator_answer: what the upstream gets for an operator's answer, per question
+"""mcpx.questions.question.operator_answer: what the upstream gets for an operator's answer, per question
 kind (form and URL elicitation, sampling, roots, anything else) and action (accept, decline,
 cancel), and the field each refusal names (the 422 body's `fields`). Pure."""
 
@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from mcpx.questions import USER_REJECTED, Action, AnswerError, Question, operator_answer
+from mcpx.questions.question import USER_REJECTED, Action, AnswerError, Question, operator_answer
 
 SCHEMA = {
     "type": "object",

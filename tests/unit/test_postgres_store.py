@@ -12,7 +12,7 @@ import pytest
 from pgcluster import Cluster
 
 from mcpx.events import Event
-from mcpx.questions import Question
+from mcpx.questions.question import Question
 from mcpx.store import StoreError
 from mcpx.store.postgres import SCHEMA_VERSION
 

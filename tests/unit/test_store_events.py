@@ -12,7 +12,7 @@ import pytest
 
 from mcpx.connections import ConnectionRecord
 from mcpx.events import Event, StoredEvent
-from mcpx.questions import Question
+from mcpx.questions.question import Question
 from mcpx.store import StoreError
 from mcpx.tasks.model import COMPLETED, FAILED, INPUT_REQUIRED, Task
 

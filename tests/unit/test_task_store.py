@@ -17,7 +17,7 @@ import pytest
 from anyio.abc import TaskGroup
 
 from mcpx.events import Event
-from mcpx.questions import Question
+from mcpx.questions.question import Question
 from mcpx.store import StoreError
 from mcpx.store.sqlite import BATCH_MAX, SqliteStore
 from mcpx.tasks.model import CANCELLED, COMPLETED, FAILED, INPUT_REQUIRED, WORKING, Task

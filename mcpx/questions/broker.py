@@ -22,13 +22,13 @@ from typing import Any, Literal
 
 import anyio
 
-from .events import Event, EventBus
-from .ids import opaque_id
-from .protocol.errors import InternalError, LimitReached, McpError, MethodNotFound, UpstreamError
-from .questions import CAPABILITY_FOR, Action, Question, operator_answer
-from .store import Store, StoreError
+from ..events import Event, EventBus
+from ..ids import opaque_id
+from ..protocol.errors import InternalError, LimitReached, McpError, MethodNotFound, UpstreamError
+from ..store import Store, StoreError
+from .question import CAPABILITY_FOR, Action, Question, operator_answer
 
-log = logging.getLogger("mcpx.broker")
+log = logging.getLogger("mcpx.questions.broker")
 
 DEFAULT_EXPIRY_S = 600.0
 HostAsk = Callable[[Question], Awaitable[dict[str, Any]]]
