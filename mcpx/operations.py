@@ -8,8 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from .connections import ConnectionRegistry
-from .events import EventBus, StoredEvent
+from .connections.registry import ConnectionRegistry
+from .events.bus import EventBus, StoredEvent
 from .frames import Frame
 from .questions.broker import Broker, NotOpen, UnknownQuestion
 from .questions.question import Action, AnswerError, Question, QuestionStatus, operator_answer

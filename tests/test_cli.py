@@ -16,7 +16,7 @@ from typing import Any
 from harness import ROOT, UNIT, Api, Daemon, RawHost, conformance_server, operator_attached, stdio_server, wait_until
 
 from mcpx.cli import text_format
-from mcpx.events import EVENT_KINDS
+from mcpx.events.bus import EVENT_KINDS
 
 ENV = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p))
 TASK_META = {

@@ -10,7 +10,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..events import EVENT_KINDS, EventKind
+from ..events.bus import EVENT_KINDS, EventKind
 
 Json = dict[str, Any]
 TaskStatus = Literal["working", "input_required", "completed", "failed", "cancelled"]

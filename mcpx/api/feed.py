@@ -19,7 +19,7 @@ import anyio
 from starlette.responses import JSONResponse
 from starlette.websockets import WebSocket, WebSocketDisconnect, WebSocketState
 
-from ..events import EVENT_KINDS, QUEUE_MAX, EventBus, EventFilter, StoredEvent, Subscriber
+from ..events.bus import EVENT_KINDS, QUEUE_MAX, EventBus, EventFilter, StoredEvent, Subscriber
 from ..operations import task_summary
 from ..store import Store
 from .origin import origin_allowed

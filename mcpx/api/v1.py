@@ -19,7 +19,7 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from .. import __version__
-from ..events import EventKind
+from ..events.bus import EventKind
 from ..operations import CURSOR_PATTERN, Conflict, NotFound, Operations
 from ..protocol.errors import LimitReached
 from ..questions.question import AnswerError, QuestionStatus

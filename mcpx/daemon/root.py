@@ -27,8 +27,8 @@ from ..api import v1
 from ..api.feed import FeedEndpoint
 from ..api.models import DaemonPhase
 from ..auth import TokenTable
-from ..connections import ConnectionRegistry
-from ..events import EventBus
+from ..connections.registry import ConnectionRegistry
+from ..events.bus import EventBus
 from ..frames import FrameLog
 from ..host import remote_changes
 from ..host.dispatch import Dispatcher

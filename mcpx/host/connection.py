@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import anyio
 
-from ..connections import ConnectionKind, ConnectionRecord, new_connection_id
+from ..connections.registry import ConnectionKind, ConnectionRecord, new_connection_id
 from ..frames import Direction
 from ..ids import opaque_id
 from ..protocol.jsonrpc import Id

@@ -17,7 +17,7 @@ from starlette.types import Send as AsgiSend
 
 from ..api.origin import origin_allowed
 from ..auth import TokenTable
-from ..connections import ConnectionRecord
+from ..connections.registry import ConnectionRecord
 from ..ids import opaque_id
 from ..protocol import jsonrpc, modern
 from ..protocol.errors import (

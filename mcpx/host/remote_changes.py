@@ -10,7 +10,7 @@ from __future__ import annotations
 import collections
 from collections.abc import Awaitable, Callable
 
-from ..events import EventBus, EventFilter, Subscriber
+from ..events.bus import EventBus, EventFilter, Subscriber
 from ..tasks.model import Task
 from .subscriptions import Hub
 

@@ -13,7 +13,7 @@ from anyio.abc import TaskGroup
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from .. import wirelog
-from ..connections import ConnectionKind, ConnectionRegistry
+from ..connections.registry import ConnectionKind, ConnectionRegistry
 from ..protocol import jsonrpc, legacy, modern
 from ..protocol.errors import InternalError, InvalidRequest, McpError
 from ..protocol.revisions import LEGACY_LATEST, META_CLIENT_INFO, META_LOG_LEVEL, MODERN

@@ -22,7 +22,7 @@ from typing import Any, Literal
 
 import anyio
 
-from ..events import Event, EventBus
+from ..events.bus import Event, EventBus
 from ..ids import opaque_id
 from ..protocol.errors import InternalError, LimitReached, McpError, MethodNotFound, UpstreamError
 from ..store import Store, StoreError

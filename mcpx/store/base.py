@@ -10,8 +10,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from ..connections import ConnectionRecord
-from ..events import Event, StoredEvent
+from ..connections.registry import ConnectionRecord
+from ..events.bus import Event, StoredEvent
 from ..questions.question import Question, QuestionStatus
 from ..tasks.model import Task
 

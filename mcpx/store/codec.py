@@ -6,8 +6,8 @@ import dataclasses
 import json
 from typing import Any
 
-from ..connections import ConnectionRecord
-from ..events import Event, StoredEvent
+from ..connections.registry import ConnectionRecord
+from ..events.bus import Event, StoredEvent
 from ..questions.question import Question
 from ..tasks.model import Task
 

@@ -10,8 +10,8 @@ from typing import Any
 import anyio
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
-from ..connections import ConnectionRecord
-from ..events import Event, StoredEvent
+from ..connections.registry import ConnectionRecord
+from ..events.bus import Event, StoredEvent
 from ..questions.question import Question
 from ..tasks.model import Task
 from . import codec

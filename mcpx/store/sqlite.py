@@ -19,8 +19,8 @@ from typing import Any
 
 import aiosqlite
 
-from ..connections import ConnectionRecord
-from ..events import StoredEvent
+from ..connections.registry import ConnectionRecord
+from ..events.bus import StoredEvent
 from ..questions.question import Question, QuestionStatus
 from ..tasks.model import TERMINAL, Task
 from . import codec

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..events import Event
+from ..events.bus import Event
 from .model import FAILED, INPUT_REQUIRED, Task
 
 

@@ -20,7 +20,7 @@ import anyio
 from anyio.abc import TaskGroup
 
 from .. import frames
-from ..events import Event
+from ..events.bus import Event
 from ..frames import Frame, FrameLog
 from ..protocol.errors import INTERNAL_ERROR, McpError, UpstreamError
 from ..protocol.revisions import Era

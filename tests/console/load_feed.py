@@ -28,7 +28,7 @@ import jsonschema
 
 from mcpx.api.event_schemas import data_schema, envelope_schema
 from mcpx.api.models import TaskSummary
-from mcpx.events import EVENT_KINDS
+from mcpx.events.bus import EVENT_KINDS
 
 SNAPSHOT_SEQ = 50_000
 TOOLS = ("build", "deploy", "report", "index", "sync", "watch", "migrate", "scan")

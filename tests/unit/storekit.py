@@ -19,7 +19,7 @@ import asyncpg
 from anyio.abc import TaskGroup
 
 from mcpx.api.event_schemas import DATA
-from mcpx.events import EVENT_KINDS, EventBus, EventFilter, StoredEvent, Subscriber
+from mcpx.events.bus import EVENT_KINDS, EventBus, EventFilter, StoredEvent, Subscriber
 from mcpx.store.postgres import PostgresStore
 from mcpx.store.sqlite import SqliteStore
 from mcpx.tasks.model import WORKING, Status, Task, new_task_id

@@ -14,7 +14,7 @@ import anyio
 import pytest
 from anyio.abc import TaskGroup
 
-from mcpx.events import EventBus, StoredEvent, Subscriber
+from mcpx.events.bus import EventBus, StoredEvent, Subscriber
 from mcpx.protocol.errors import InternalError, LimitReached, MethodNotFound, UpstreamError
 from mcpx.questions.broker import Broker, NotOpen, UnknownQuestion
 from mcpx.questions.question import USER_REJECTED, AnswerError, Question

@@ -1,4 +1,4 @@
-"""mcpx.connections: the registry of host connections, stored with connection.opened/closed events;
+"""mcpx.connections.registry: the registry of host connections, stored with connection.opened/closed events;
 after a restart shims are closed (their socket died with the old daemon) while sessions and
 stateless hosts carry on; stateless hosts close when idle; last-seen times reach the store in
 flushes. A real SqliteStore file."""
@@ -13,8 +13,8 @@ from pathlib import Path
 import anyio
 import pytest
 
-from mcpx import connections as connections_module
-from mcpx.connections import RESTARTED, ConnectionRecord, ConnectionRegistry, now_ms
+from mcpx.connections import registry as connections_module
+from mcpx.connections.registry import RESTARTED, ConnectionRecord, ConnectionRegistry, now_ms
 from mcpx.store import StoreError
 
 from .storekit import Published, Running, check_event, opened

@@ -1,4 +1,4 @@
-"""mcpx.events: the bus never blocks a publisher (each subscriber has a bounded queue; one that
+"""mcpx.events.bus: the bus never blocks a publisher (each subscriber has a bounded queue; one that
 overflows is marked and stops queueing), subscribers' filters, operator presence, and the wire
 shape of a stored event."""
 
@@ -9,7 +9,7 @@ import typing
 import anyio
 import pytest
 
-from mcpx.events import EVENT_KINDS, QUEUE_MAX, Event, EventBus, EventFilter, EventKind, StoredEvent, Subscriber
+from mcpx.events.bus import EVENT_KINDS, QUEUE_MAX, Event, EventBus, EventFilter, EventKind, StoredEvent, Subscriber
 
 pytestmark = pytest.mark.anyio
 

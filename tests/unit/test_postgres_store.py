@@ -11,7 +11,7 @@ import anyio
 import pytest
 from pgcluster import Cluster
 
-from mcpx.events import Event
+from mcpx.events.bus import Event
 from mcpx.questions.question import Question
 from mcpx.store import StoreError
 from mcpx.store.postgres import SCHEMA_VERSION

@@ -10,8 +10,8 @@ from dataclasses import replace
 import anyio
 import pytest
 
-from mcpx.connections import ConnectionRecord
-from mcpx.events import Event, StoredEvent
+from mcpx.connections.registry import ConnectionRecord
+from mcpx.events.bus import Event, StoredEvent
 from mcpx.questions.question import Question
 from mcpx.store import StoreError
 from mcpx.tasks.model import COMPLETED, FAILED, INPUT_REQUIRED, Task

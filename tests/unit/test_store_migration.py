@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from mcpx.events import Event
+from mcpx.events.bus import Event
 from mcpx.store import TaskQuery
 from mcpx.store.sqlite import _V1, SCHEMA_VERSION, SqliteStore
 

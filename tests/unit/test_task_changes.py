@@ -8,7 +8,7 @@ from dataclasses import replace
 
 import pytest
 
-from mcpx.events import Event, StoredEvent
+from mcpx.events.bus import Event, StoredEvent
 from mcpx.tasks import changes
 from mcpx.tasks.model import CANCELLED, COMPLETED, FAILED, INPUT_REQUIRED, TERMINAL, WORKING, Status, Task
 

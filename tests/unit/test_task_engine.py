@@ -14,7 +14,7 @@ import pytest
 
 from mcpx import frames
 from mcpx.daemon.config import Config
-from mcpx.events import StoredEvent
+from mcpx.events.bus import StoredEvent
 from mcpx.host.connection import HostConnection, RequestContext
 from mcpx.host.dispatch import Dispatcher
 from mcpx.host.legacy_tasks import owner_key

@@ -16,7 +16,7 @@ import anyio
 import pytest
 from anyio.abc import TaskGroup
 
-from mcpx.events import Event
+from mcpx.events.bus import Event
 from mcpx.questions.question import Question
 from mcpx.store import StoreError
 from mcpx.store.sqlite import BATCH_MAX, SqliteStore

@@ -18,12 +18,12 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import anyio
 
-from .events import Event
+from ..events.bus import Event
 
 if TYPE_CHECKING:
-    from .store import Store
+    from ..store import Store
 
-log = logging.getLogger("mcpx.connections")
+log = logging.getLogger("mcpx.connections.registry")
 
 ConnectionKind = Literal["session", "shim", "stateless"]
 FLUSH_EVERY_S = 10.0  # how often last-seen times reach the store
