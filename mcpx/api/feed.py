@@ -20,8 +20,8 @@ from starlette.responses import JSONResponse
 from starlette.websockets import WebSocket, WebSocketDisconnect, WebSocketState
 
 from ..events.bus import EVENT_KINDS, QUEUE_MAX, EventBus, EventFilter, StoredEvent, Subscriber
-from ..operations import task_summary
 from ..store import Store
+from .operations import task_summary
 from .origin import origin_allowed
 
 log = logging.getLogger("mcpx.feed")

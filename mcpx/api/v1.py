@@ -20,10 +20,10 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from .. import __version__
 from ..events.bus import EventKind
-from ..operations import CURSOR_PATTERN, Conflict, NotFound, Operations
 from ..protocol.errors import LimitReached
 from ..questions.question import AnswerError, QuestionStatus
 from . import models
+from .operations import CURSOR_PATTERN, Conflict, NotFound, Operations
 from .origin import origin_allowed
 
 ERRORS: dict[int | str, dict[str, Any]] = {

@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
 
-from ..auth import sha256_hex
+from ..host.auth import sha256_hex
 
 TaskSupport = Literal["forbidden", "optional", "required"]
 

@@ -26,23 +26,23 @@ from .. import __version__
 from ..api import v1
 from ..api.feed import FeedEndpoint
 from ..api.models import DaemonPhase
-from ..auth import TokenTable
+from ..api.operations import Operations
 from ..connections.registry import ConnectionRegistry
 from ..events.bus import EventBus
-from ..frames import FrameLog
 from ..host import remote_changes
+from ..host.auth import TokenTable
 from ..host.dispatch import Dispatcher
-from ..host.http import McpEndpoint
+from ..host.http.endpoint import McpEndpoint
 from ..host.router import HostRouter
 from ..host.shim_endpoint import ShimEndpoint
 from ..host.subscriptions import Hub
-from ..operations import Operations
 from ..questions.broker import Broker
 from ..store import Store
 from ..store.postgres import PostgresStore
 from ..store.sqlite import SqliteStore
 from ..tasks.active import ActiveTasks
 from ..tasks.engine import TaskEngine
+from ..tasks.frame_log import FrameLog
 from ..upstream import http_session_record, reclaim, upstream_tasks
 from ..upstream.pool import UpstreamPool, UpstreamServer
 from . import state_folder

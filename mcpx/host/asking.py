@@ -20,9 +20,9 @@ from ..questions.question import Question
 from ..tasks.engine import TaskEngine
 from ..upstream.pool import UpstreamServer
 from ..upstream.session import OnRequest
-from ..waiting import first_error
 from .connection import HostError, RequestContext
 from .task_streams import TaskStreams
+from .waiting import first_error
 
 _CAPABILITY_FOR = {"elicitation/create": "elicitation", "sampling/createMessage": "sampling", "roots/list": "roots"}
 QUESTION_TIMEOUT_S = 600.0

@@ -11,11 +11,11 @@ from typing import TYPE_CHECKING, Any, Literal
 import anyio
 
 from ..connections.registry import ConnectionKind, ConnectionRecord, new_connection_id
-from ..frames import Direction
-from ..ids import opaque_id
+from ..protocol.ids import opaque_id
 from ..protocol.jsonrpc import Id
 from ..protocol.revisions import Era
-from ..ratelimit import TokenBucket
+from ..tasks.frame_log import Direction
+from .ratelimit import TokenBucket
 
 if TYPE_CHECKING:
     from .parking import Park

@@ -11,9 +11,9 @@ from ..tasks.engine import TaskEngine
 from ..tasks.model import Task
 from ..upstream.pool import UpstreamPool
 from .asking import Asker
-from .legacy_tasks import LegacyTasks
+from .legacy_task_methods import LegacyTasks
 from .listen import Listen
-from .modern_tasks import ModernTasks
+from .modern_task_methods import ModernTasks
 from .remote_changes import Announced
 from .subscriptions import Hub
 from .task_host import TaskHost

@@ -13,7 +13,7 @@ from ..protocol.revisions import META_SUBSCRIPTION
 from ..upstream.pool import UpstreamPool, UpstreamServer
 from .capabilities import server_capabilities
 from .connection import RequestContext
-from .modern_tasks import ModernTasks
+from .modern_task_methods import ModernTasks
 from .subscriptions import LIST_FILTERS, Hub, Listener
 
 _KIND_OF_FILTER = {"toolsListChanged": "tools", "promptsListChanged": "prompts", "resourcesListChanged": "resources"}

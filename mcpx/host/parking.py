@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import anyio
 
-from ..ids import opaque_id
+from ..protocol.ids import opaque_id
 
 if TYPE_CHECKING:
     from ..questions.question import Question

@@ -12,14 +12,14 @@ import anyio
 from anyio.abc import TaskGroup
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
-from .. import wirelog
 from ..connections.registry import ConnectionKind, ConnectionRegistry
 from ..protocol import jsonrpc, legacy, modern
 from ..protocol.errors import InternalError, InvalidRequest, McpError
 from ..protocol.revisions import LEGACY_LATEST, META_CLIENT_INFO, META_LOG_LEVEL, MODERN
-from ..ratelimit import RateLimited, TokenBucket, refusal
+from . import wirelog
 from .connection import HostConnection, RequestContext, Send
 from .dispatch import INSTRUCTIONS, SERVER_INFO, Dispatcher
+from .ratelimit import RateLimited, TokenBucket, refusal
 
 log = logging.getLogger("mcpx.host")
 

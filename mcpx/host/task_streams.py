@@ -6,9 +6,9 @@ from typing import Any
 
 import anyio
 
-from ..frames import FrameLog
-from ..waiting import first_of
+from ..tasks.frame_log import FrameLog
 from .connection import HostConnection, RequestContext, Send
+from .waiting import first_of
 
 
 class TaskStreams:

@@ -23,8 +23,8 @@ from typing import Any, Literal
 import anyio
 
 from ..events.bus import Event, EventBus
-from ..ids import opaque_id
 from ..protocol.errors import InternalError, LimitReached, McpError, MethodNotFound, UpstreamError
+from ..protocol.ids import opaque_id
 from ..store import Store, StoreError
 from .question import CAPABILITY_FOR, Action, Question, operator_answer
 

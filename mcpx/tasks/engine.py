@@ -19,14 +19,13 @@ from typing import Any
 import anyio
 from anyio.abc import TaskGroup
 
-from .. import frames
 from ..events.bus import Event
-from ..frames import Frame, FrameLog
 from ..protocol.errors import INTERNAL_ERROR, McpError, UpstreamError
 from ..protocol.revisions import Era
 from ..store import Claim, Store, StoreError
-from . import changes
+from . import changes, frame_log
 from .active import ActiveTasks
+from .frame_log import Frame, FrameLog
 from .inputs import TaskInputs
 from .keyed_lock import KeyedLock
 from .model import (
@@ -397,24 +396,24 @@ class TaskEngine:
         # The call sees its Run (current_run()): that is how the dispatcher knows a call runs
         # under the engine and may become an upstream task. The new task copies this context.
         token = _CURRENT_RUN.set(run)
-        sink = frames.current_sink.set(self._sink(run))
+        sink = frame_log.current_sink.set(self._sink(run))
         try:
             self.tg.start_soon(self._run, run, call)
         finally:
-            frames.current_sink.reset(sink)
+            frame_log.current_sink.reset(sink)
             _CURRENT_RUN.reset(token)
 
-    def _sink(self, run: Run) -> frames.FrameSink | None:
+    def _sink(self, run: Run) -> frame_log.FrameSink | None:
         """Where the run's upstream frames go: its task's frame log (held back until adopted)."""
         log_ = self.frames
 
-        def record(side: frames.Side, direction: frames.Direction, frame: dict[str, Any]) -> None:
+        def record(side: frame_log.Side, direction: frame_log.Direction, frame: dict[str, Any]) -> None:
             if not run.taskable:
                 return
             if run.task_id is not None:
                 log_.record(run.task_id, side, direction, frame)
             elif len(run.pending_frames) < log_.per_task:
-                run.pending_frames.append(frames.make_frame(side, direction, frame, log_.max_bytes))
+                run.pending_frames.append(frame_log.make_frame(side, direction, frame, log_.max_bytes))
 
         return record
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
-from ..ids import opaque_id
+from ..protocol.ids import opaque_id
 from ..protocol.revisions import Era
 
 Status = Literal["working", "input_required", "completed", "failed", "cancelled"]

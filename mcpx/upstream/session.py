@@ -17,8 +17,7 @@ from typing import Any
 import anyio
 from anyio.abc import TaskGroup
 
-from .. import __version__, frames
-from ..frames import FrameSink
+from .. import __version__
 from ..protocol import jsonrpc
 from ..protocol.errors import UPSTREAM_UNAVAILABLE, McpError, UpstreamError, UpstreamUnavailable
 from ..protocol.revisions import (
@@ -32,6 +31,8 @@ from ..protocol.revisions import (
     UNSUPPORTED_CODE,
     Era,
 )
+from ..tasks import frame_log
+from ..tasks.frame_log import FrameSink
 from .transport import Transport
 
 log = logging.getLogger("mcpx.upstream")
@@ -233,7 +234,7 @@ class UpstreamSession:
             raise UpstreamUnavailable(self.dead_reason)
         rid = next(self._ids)
         params = dict(params or {})
-        sink = frames.current_sink.get()
+        sink = frame_log.current_sink.get()
         token_key = None
         meta = params.get("_meta")
         if isinstance(meta, dict) and "progressToken" in meta and on_notify is not None:
@@ -298,7 +299,7 @@ class UpstreamSession:
 
     def _result_of(self, reply: dict[str, Any] | None) -> dict[str, Any]:
         """A reply's result, or its error raised (as UpstreamError, or unavailable if the server died)."""
-        sink = frames.current_sink.get()
+        sink = frame_log.current_sink.get()
         reply = reply or {}
         if sink is not None and reply:
             sink("upstream", "in", reply)

@@ -1,4 +1,4 @@
-"""mcpx.frames: the per-task frame log behind /v1/tasks/{id}/frames, bounded by frames per task,
+"""mcpx.tasks.frame_log: the per-task frame log behind /v1/tasks/{id}/frames, bounded by frames per task,
 by tasks (the least recently active go first), by frame size and by a total byte budget, and
 served in time order. Pure."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from mcpx.frames import FrameLog, make_frame
+from mcpx.tasks.frame_log import FrameLog, make_frame
 
 
 def frame(n: int, pad: str = "") -> dict[str, Any]:

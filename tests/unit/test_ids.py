@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from mcpx.ids import opaque_id
+from mcpx.protocol.ids import opaque_id
 from mcpx.tasks.model import new_task_id
 
 

@@ -61,7 +61,7 @@ def _cycle_through(start: str, within: str) -> list[str] | None:
 
 def test_the_graph_sees_the_dispatcher_and_its_era_modules() -> None:
     assert "mcpx.host.eras" in GRAPH["mcpx.host.dispatch"]
-    assert "mcpx.host.task_host" in GRAPH["mcpx.host.legacy_tasks"] & GRAPH["mcpx.host.modern_tasks"]
+    assert "mcpx.host.task_host" in GRAPH["mcpx.host.legacy_task_methods"] & GRAPH["mcpx.host.modern_task_methods"]
 
 
 @pytest.mark.parametrize("module", sorted(m for m in GRAPH if m.startswith("mcpx.protocol.")))
@@ -78,8 +78,8 @@ def test_no_module_of_host_or_protocol_is_on_an_import_cycle(module: str) -> Non
     "module",
     [
         "mcpx.host.eras",
-        "mcpx.host.legacy_tasks",
-        "mcpx.host.modern_tasks",
+        "mcpx.host.legacy_task_methods",
+        "mcpx.host.modern_task_methods",
         "mcpx.host.listen",
         "mcpx.host.upstream_call",
     ],

@@ -12,18 +12,18 @@ from typing import Any, cast
 import anyio
 import pytest
 
-from mcpx import frames
 from mcpx.daemon.config import Config
 from mcpx.events.bus import StoredEvent
 from mcpx.host.connection import HostConnection, RequestContext
 from mcpx.host.dispatch import Dispatcher
-from mcpx.host.legacy_tasks import owner_key
+from mcpx.host.legacy_task_methods import owner_key
 from mcpx.host.subscriptions import Hub
 from mcpx.protocol.errors import INTERNAL_ERROR, InternalError, InvalidParams, UpstreamError
 from mcpx.protocol.legacy_tasks import PAGE
 from mcpx.protocol.revisions import LEGACY_LATEST, Era
 from mcpx.store.sqlite import SqliteStore
 from mcpx.tasks import engine as engine_module
+from mcpx.tasks import frame_log
 from mcpx.tasks.engine import RESTARTED, TaskEngine, current_run, now_ms
 from mcpx.tasks.inputs import WAITING_FOR_INPUT
 from mcpx.tasks.model import CANCELLED, COMPLETED, FAILED, INPUT_REQUIRED, TERMINAL, WORKING, Status, Task
@@ -457,7 +457,7 @@ async def test_an_adopted_call_that_finished_while_its_row_was_written_lands_its
     async with running(tmp_path / "mcpx.db") as engine:
 
         async def call() -> dict[str, Any]:
-            sink = frames.current_sink.get()
+            sink = frame_log.current_sink.get()
             assert sink is not None
             sink("upstream", "out", {"jsonrpc": "2.0", "id": 1, "method": "tools/call"})
             return RESULT

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from mcpx.ratelimit import TokenBucket, refusal
+from mcpx.host.ratelimit import TokenBucket, refusal
 
 
 def test_a_burst_passes_then_requests_wait_for_the_rate() -> None:

@@ -8,15 +8,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from .connections.registry import ConnectionRegistry
-from .events.bus import EventBus, StoredEvent
-from .frames import Frame
-from .questions.broker import Broker, NotOpen, UnknownQuestion
-from .questions.question import Action, AnswerError, Question, QuestionStatus, operator_answer
-from .store import TaskQuery
-from .tasks import changes
-from .tasks.engine import TaskEngine, now_ms
-from .tasks.model import INPUT_REQUIRED, Task
+from ..connections.registry import ConnectionRegistry
+from ..events.bus import EventBus, StoredEvent
+from ..questions.broker import Broker, NotOpen, UnknownQuestion
+from ..questions.question import Action, AnswerError, Question, QuestionStatus, operator_answer
+from ..store import TaskQuery
+from ..tasks import changes
+from ..tasks.engine import TaskEngine, now_ms
+from ..tasks.frame_log import Frame
+from ..tasks.model import INPUT_REQUIRED, Task
 
 TIMELINE_MAX = 500
 

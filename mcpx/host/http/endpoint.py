@@ -15,12 +15,10 @@ import anyio
 from starlette.types import Receive, Scope
 from starlette.types import Send as AsgiSend
 
-from ..api.origin import origin_allowed
-from ..auth import TokenTable
-from ..connections.registry import ConnectionRecord
-from ..ids import opaque_id
-from ..protocol import jsonrpc, modern
-from ..protocol.errors import (
+from ...api.origin import origin_allowed
+from ...connections.registry import ConnectionRecord
+from ...protocol import jsonrpc, modern
+from ...protocol.errors import (
     HEADER_MISMATCH,
     METHOD_NOT_FOUND,
     MISSING_CLIENT_CAPABILITY,
@@ -29,10 +27,12 @@ from ..protocol.errors import (
     InvalidRequest,
     McpError,
 )
-from ..protocol.revisions import LEGACY_LATEST, MODERN, Era, is_modern
-from ..store import Store, StoreError
-from .connection import HostConnection, RequestContext
-from .router import Call, HostRouter, StreamItem, emit, notification_stream, notifier
+from ...protocol.ids import opaque_id
+from ...protocol.revisions import LEGACY_LATEST, MODERN, Era, is_modern
+from ...store import Store, StoreError
+from ..auth import TokenTable
+from ..connection import HostConnection, RequestContext
+from ..router import Call, HostRouter, StreamItem, emit, notification_stream, notifier
 
 log = logging.getLogger("mcpx.host")
 

@@ -3,7 +3,7 @@ pure (the caller passes the clock), so a runaway host loop cannot starve the oth
 
 from __future__ import annotations
 
-from .protocol.errors import LimitReached
+from ..protocol.errors import LimitReached
 
 LIMIT = "connections.maxRequestsPerSecond"
 
