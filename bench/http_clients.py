@@ -38,7 +38,7 @@ HEADERS = {
 
 
 async def _h1(url: str, n: int) -> list[float]:
-    from mcpx.upstream import h1
+    from mcpx.upstream.http import h1
 
     client = h1.Client(url)
     times = []

@@ -273,7 +273,7 @@ class Daemon:
 
     def left_keepers(self) -> list[int]:
         """Pids of keepers and kept servers still alive for this state folder."""
-        from mcpx.upstream import keeper_wire
+        from mcpx.upstream.stdio import keeper_wire
 
         pids = []
         for record in keeper_wire.all_records(self.state_dir / keeper_wire.FOLDER):
@@ -282,7 +282,7 @@ class Daemon:
 
     def kill_keepers(self) -> None:
         """Teardown: a daemon a test SIGKILLed leaves its keepers for their grace period; end them now."""
-        from mcpx.upstream import keeper_wire
+        from mcpx.upstream.stdio import keeper_wire
 
         for record in keeper_wire.all_records(self.state_dir / keeper_wire.FOLDER):
             for pid, kill in ((record.keeper_pid, os.kill), (record.server_pid, os.killpg)):

@@ -1,6 +1,6 @@
 """mcpx calls task-capable upstream tools as upstream tasks, and resumes them after a restart.
 
-Unit part: `mcpx.upstream.upstream_tasks` against a scripted fake session (both task formats,
+Unit part: `mcpx.upstream.tasks.follow` against a scripted fake session (both task formats,
 poll bounds, cancellation, outages, MRTR before the task, inline answers).
 
 End to end: the official SDK 1.30 server (`tests/peers/sdk1_upstream.py`, 2025-11-25 core tasks)
@@ -36,8 +36,8 @@ from harness import UNIT, Api, Daemon, FeedClient, RawHost, read_jsonl, reply_of
 from peers.venvs import peer_python
 
 from mcpx.protocol.errors import InternalError, UpstreamError, UpstreamUnavailable
-from mcpx.upstream import upstream_tasks
 from mcpx.upstream.session import UpstreamSession
+from mcpx.upstream.tasks import follow
 
 SDK1_UPSTREAM = Path(__file__).resolve().parent / "peers" / "sdk1_upstream.py"
 FASTMCP_UPSTREAM = Path(__file__).resolve().parent / "peers" / "fastmcp_upstream.py"
@@ -103,7 +103,7 @@ def _drive(session: FakeSession, params: dict[str, Any] | None = None, **kw: Any
         return session
 
     async def main() -> dict[str, Any]:
-        return await upstream_tasks.call(
+        return await follow.call(
             session, params or {"name": "slow", "arguments": {}}, get_session=get_session, on_task_id=on_task_id, **kw
         )
 
@@ -297,7 +297,7 @@ def test_cancelling_the_caller_sends_tasks_cancel_unless_the_daemon_is_stopping(
                 return s
 
             with anyio.move_on_after(0.3):
-                await upstream_tasks.call(
+                await follow.call(
                     s, {"name": "slow"}, get_session=get_session, on_task_id=on_task_id, keep_upstream=lambda: keep
                 )
 
@@ -323,7 +323,7 @@ def test_polling_survives_an_outage_and_an_upstream_that_forgot_the_task_is_an_i
             raise UpstreamUnavailable("upstream 'x' is not available (restarting)")
         return s
 
-    res = anyio.run(lambda: upstream_tasks.resume(flaky, "up-1", sleep=_sleeps()[1]))
+    res = anyio.run(lambda: follow.resume(flaky, "up-1", sleep=_sleeps()[1]))
     assert res["content"][0]["text"] == "back" and len(attempts) >= 3
     gone = FakeSession(
         "legacy", {"tasks/get": lambda p: UpstreamError({"code": -32602, "message": "Task not found: up-1"})}
@@ -333,29 +333,26 @@ def test_polling_survives_an_outage_and_an_upstream_that_forgot_the_task_is_an_i
         return gone
 
     with pytest.raises(InternalError) as info:
-        anyio.run(lambda: upstream_tasks.resume(get_gone, "up-1"))
+        anyio.run(lambda: follow.resume(get_gone, "up-1"))
     assert info.value.code == -32603 and "no longer knows" in info.value.message
 
 
 def test_which_upstream_tools_may_run_as_tasks() -> None:
     legacy = FakeSession("legacy", {}, {"tasks": {"requests": {"tools": {"call": {}}}}})
-    assert upstream_tasks.task_capable(legacy, {"execution": {"taskSupport": "optional"}})
-    assert upstream_tasks.task_capable(legacy, {"execution": {"taskSupport": "required"}})
-    assert not upstream_tasks.task_capable(legacy, {"execution": {"taskSupport": "forbidden"}})
-    assert not upstream_tasks.task_capable(legacy, {})
-    assert not upstream_tasks.task_capable(
+    assert follow.task_capable(legacy, {"execution": {"taskSupport": "optional"}})
+    assert follow.task_capable(legacy, {"execution": {"taskSupport": "required"}})
+    assert not follow.task_capable(legacy, {"execution": {"taskSupport": "forbidden"}})
+    assert not follow.task_capable(legacy, {})
+    assert not follow.task_capable(
         FakeSession("legacy", {}, {"tasks": {"list": {}}}), {"execution": {"taskSupport": "optional"}}
     )
     modern = FakeSession("modern", {}, {"extensions": {EXT: {}}})
-    assert upstream_tasks.task_capable(modern, {"name": "x"})
-    assert not upstream_tasks.task_capable(FakeSession("modern", {}, {}), {"name": "x"})
-    assert (
-        upstream_tasks.poll_delay({"pollInterval": 250}) == 0.25
-        and upstream_tasks.poll_delay({}) == upstream_tasks.POLL_DEFAULT_S
-    )
-    assert upstream_tasks.poll_delay({"pollIntervalMs": 1}) == upstream_tasks.POLL_MIN_S
-    assert upstream_tasks.poll_delay({"pollIntervalMs": 60000}) == upstream_tasks.POLL_MAX_S
-    ramp = [upstream_tasks.poll_delay({"pollIntervalMs": 5000}, n) for n in range(10)]
+    assert follow.task_capable(modern, {"name": "x"})
+    assert not follow.task_capable(FakeSession("modern", {}, {}), {"name": "x"})
+    assert follow.poll_delay({"pollInterval": 250}) == 0.25 and follow.poll_delay({}) == follow.POLL_DEFAULT_S
+    assert follow.poll_delay({"pollIntervalMs": 1}) == follow.POLL_MIN_S
+    assert follow.poll_delay({"pollIntervalMs": 60000}) == follow.POLL_MAX_S
+    ramp = [follow.poll_delay({"pollIntervalMs": 5000}, n) for n in range(10)]
     assert ramp == [0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.0, 5.0]
 
 

@@ -169,7 +169,7 @@ def _gone(pid: int) -> bool:
 
 def _stop_orphan_keepers(folder: Path) -> None:
     """Keepers a crashed daemon left (they would end after their grace period anyway)."""
-    from ..upstream import keeper_transport, keeper_wire
+    from ..upstream.stdio import keeper_transport, keeper_wire
 
     records = keeper_wire.all_records(folder / keeper_wire.FOLDER)
     for record in records:

@@ -43,8 +43,9 @@ from ..store.sqlite import SqliteStore
 from ..tasks.active import ActiveTasks
 from ..tasks.engine import TaskEngine
 from ..tasks.frame_log import FrameLog
-from ..upstream import http_session_record, reclaim, upstream_tasks
+from ..upstream.http import session_record
 from ..upstream.pool import UpstreamPool, UpstreamServer
+from ..upstream.tasks import follow, reclaim
 from . import state_folder
 from .config import CONFIG_SEARCH, Config
 
@@ -89,9 +90,7 @@ class Daemon:
         self.state_dir = state_dir
         self.port = config.daemon.port if port is None else port
         self.started = time.time()
-        self.pool = UpstreamPool(
-            config, state_dir / "logs", state_dir / "keepers", state_dir / http_session_record.FOLDER
-        )
+        self.pool = UpstreamPool(config, state_dir / "logs", state_dir / "keepers", state_dir / session_record.FOLDER)
         self.hub = Hub()
         self.bus = EventBus()
         store: Store
@@ -123,7 +122,7 @@ class Daemon:
         store.on_lease_ended = self.engine.lease_ended
         self.dispatcher = Dispatcher(config, self.pool, self.hub, self.engine, self.broker)
         # Tasks whose upstream call was itself a task resume polling it after a restart.
-        self.engine.resume = upstream_tasks.resumer(self.pool, self.engine)
+        self.engine.resume = follow.resumer(self.pool, self.engine)
         # And calls to stdio servers kept across the restart collect their replies.
         self.engine.reclaim = reclaim.reclaimer(self.pool, self.engine)
         for server in self.pool.servers.values():

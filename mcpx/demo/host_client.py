@@ -12,7 +12,7 @@ import httpx
 
 from .. import __version__
 from ..protocol.revisions import LEGACY_LATEST, META_CAPS, META_CLIENT_INFO, META_VERSION, MODERN, Era
-from ..upstream.http import header_value, iter_sse
+from ..upstream.http.streamable import header_value, iter_sse
 
 CLIENT_INFO = {"name": "mcpx-demo-host", "version": __version__}
 

@@ -25,9 +25,9 @@ from ..protocol.errors import InternalError, UpstreamUnavailable
 from ..protocol.jsonrpc import Id
 from ..protocol.revisions import Era
 from ..tasks.engine import TaskEngine, current_run, now_ms
-from ..upstream import foreign_session, reclaim, upstream_tasks
 from ..upstream.pool import Route, UpstreamServer
 from ..upstream.session import RELAYED_CLIENT_CAPS, OnNotify, OnSent, UpstreamSession
+from ..upstream.tasks import follow, foreign_sessions, reclaim
 from .asking import Asker
 from .connection import RequestContext
 
@@ -217,11 +217,7 @@ class UpstreamCalls:
             run = None  # a call that can never become an mcpx task has no task to hand a question to
         session = await server.ready_session() if run is not None and (raw_state or ctx.era == "legacy") else None
         named = {**params, "name": route.name}
-        if (
-            run is None
-            or session is None
-            or not upstream_tasks.task_capable(session, upstream_tasks.upstream_tool(server, route.name))
-        ):
+        if run is None or session is None or not follow.task_capable(session, follow.upstream_tool(server, route.name)):
             res = await self.forward(ctx, server, "tools/call", named, timeout, raw_state=raw_state)
             if res.get("resultType") == "input_required":
                 return res  # not a CallToolResult: nothing to trim
@@ -238,7 +234,7 @@ class UpstreamCalls:
                 await engine.set_status_message(task_run.task_id, message)
 
         async def remember(upstream_task_id: str) -> None:
-            await engine.set_upstream_task(task_run, upstream_task_id, foreign_session.session_id_of(session))
+            await engine.set_upstream_task(task_run, upstream_task_id, foreign_sessions.session_id_of(session))
 
         async def on_input(requests: dict[str, Any]) -> dict[str, Any]:
             if ctx.era == "modern":
@@ -252,7 +248,7 @@ class UpstreamCalls:
 
         try:
             with server.call_slot(), anyio.fail_after(timeout):
-                res = await upstream_tasks.call(
+                res = await follow.call(
                     session,
                     req.params,
                     get_session=server.ready_session,

@@ -16,13 +16,13 @@ from anyio.abc import TaskGroup, TaskStatus
 from ..daemon.config import Config, ServerConfig
 from ..protocol import jsonrpc
 from ..protocol.errors import InvalidParams, LimitReached, McpError, UpstreamError, UpstreamUnavailable
-from . import http_session_record
 from .catalogue import CHANGED, KINDS, Naming, template_matches, valid_items
-from .foreign_session import ForeignSessions
-from .http import HttpTransport
-from .keeper_transport import KeeperTransport, retire_unconfigured
+from .http import session_record
+from .http.streamable import HttpTransport
 from .session import UpstreamSession
-from .stdio import START_MARK, StdioTransport
+from .stdio.keeper_transport import KeeperTransport, retire_unconfigured
+from .stdio.process import START_MARK, StdioTransport
+from .tasks.foreign_sessions import ForeignSessions
 from .transport import Transport
 
 PING_TIMEOUT_S = 5.0  # a carried-on HTTP session must answer a ping within this
@@ -256,7 +256,7 @@ class UpstreamServer:
             await transport.closed.wait()
             tg.cancel_scope.cancel()
         if self.sessions_folder is not None and self._stopping and not self.detached:
-            http_session_record.forget(self.sessions_folder, self.key)  # DELETEd upstream by close()
+            session_record.forget(self.sessions_folder, self.key)  # DELETEd upstream by close()
         code = transport.returncode
         self.exit_code = code
         reason = (
@@ -289,8 +289,8 @@ class UpstreamServer:
     async def _open_http(self, transport: HttpTransport, session: UpstreamSession, folder: Path) -> None:
         """Carry on the 2025-11-25 session a previous daemon left (its tasks may be tied to it), or
         open one and remember it."""
-        record = http_session_record.load(folder, self.key, self.cfg)
-        http_session_record.forget(folder, self.key)  # tried once: a dead session is not tried again
+        record = session_record.load(folder, self.key, self.cfg)
+        session_record.forget(folder, self.key)  # tried once: a dead session is not tried again
         if record is not None and session.adopt(record["handshake"], 1) and session.era == "legacy":
             transport.session_id = record["sessionId"]
             # Ids above any the previous daemon used on this session (it numbered from 1).
@@ -305,7 +305,7 @@ class UpstreamServer:
         else:
             await session.start()
         if session.era == "legacy" and transport.session_id:
-            http_session_record.save(folder, self.key, self.cfg, transport.session_id, session.handshake())
+            session_record.save(folder, self.key, self.cfg, transport.session_id, session.handshake())
 
     def detach(self) -> None:
         """Leave this server running when the daemon stops (keepers only): no stop, no cancels.

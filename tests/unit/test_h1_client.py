@@ -1,4 +1,4 @@
-"""`mcpx.upstream.h1` against real raw socket servers on 127.0.0.1: framing, keep-alive, cookies, TLS."""
+"""`mcpx.upstream.http.h1` against real raw socket servers on 127.0.0.1: framing, keep-alive, cookies, TLS."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
-from mcpx.upstream import h1
+from mcpx.upstream.http import h1
 
 pytestmark = pytest.mark.anyio
 

@@ -7,7 +7,7 @@ import stat
 from pathlib import Path
 
 from mcpx.daemon.config import ServerConfig
-from mcpx.upstream import http_session_record as record
+from mcpx.upstream.http import session_record as record
 
 CFG = ServerConfig(url="http://127.0.0.1:9/mcp", headers={"Authorization": "Bearer a"})
 HANDSHAKE = {"protocolVersion": "2025-11-25", "capabilities": {"tasks": {}}}

@@ -5,7 +5,7 @@ written yet."""
 from __future__ import annotations
 
 from mcpx.upstream.pool import latest_run_lines
-from mcpx.upstream.stdio import START_MARK
+from mcpx.upstream.stdio.process import START_MARK
 
 
 def _start(n: int) -> str:

@@ -1,4 +1,4 @@
-"""mcpx.upstream.upstream_tasks: calling an upstream tool as an upstream task and following it, in
+"""mcpx.upstream.tasks.follow: calling an upstream tool as an upstream task and following it, in
 both formats (2025-11-25 `{task}` + tasks/get + tasks/result; the 2026 extension's
 `resultType: "task"` + tasks/get with inline outcome + tasks/update), driven by a plain fake
 session whose replies come from one list per method."""
@@ -14,7 +14,7 @@ from anyio.lowlevel import checkpoint
 
 from mcpx.protocol.errors import INTERNAL_ERROR, InternalError, UpstreamError, UpstreamUnavailable
 from mcpx.protocol.revisions import META_CAPS, META_RELATED_TASK, TASKS_EXTENSION
-from mcpx.upstream.upstream_tasks import (
+from mcpx.upstream.tasks.follow import (
     POLL_DEFAULT_S,
     POLL_MAX_S,
     POLL_MIN_S,

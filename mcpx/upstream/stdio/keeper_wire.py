@@ -21,11 +21,11 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..daemon.state_folder import pid_alive, write_private_json
-from ..protocol import fastjson
+from ...daemon.state_folder import pid_alive, write_private_json
+from ...protocol import fastjson
 
 if TYPE_CHECKING:  # the keeper process imports this module: it need not load the config models
-    from ..daemon.config import ServerConfig
+    from ...daemon.config import ServerConfig
 
 CONTROL = "mcpx-keeper"
 Id = str | int  # a JSON-RPC request id
@@ -129,6 +129,11 @@ def all_records(folder: Path) -> list[Record]:
     return out
 
 
+# What a keeper runs as: its module, and the alias that keepers started before the house move
+# (mcpx/upstream/keeper.py) still run as, so a new daemon adopts them.
+KEEPER_MODULES = (b"mcpx.upstream.stdio.keeper", b"mcpx.upstream.keeper")
+
+
 def is_keeper(pid: int) -> bool:
     """The process is alive and is a keeper (not a stranger that got the pid since)."""
     try:
@@ -136,7 +141,7 @@ def is_keeper(pid: int) -> bool:
             cmdline = fh.read()
     except OSError:
         return False
-    return b"mcpx.upstream.keeper" in cmdline
+    return any(name in cmdline for name in KEEPER_MODULES)
 
 
 def alive(pid: int) -> bool:

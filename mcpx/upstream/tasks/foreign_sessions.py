@@ -22,13 +22,13 @@ from typing import TYPE_CHECKING
 import anyio
 from anyio.abc import TaskGroup, TaskStatus
 
-from ..protocol.errors import UpstreamUnavailable
-from .http import HttpTransport
-from .session import UpstreamSession
-from .upstream_tasks import GetSession, TaskSession
+from ...protocol.errors import UpstreamUnavailable
+from ..http.streamable import HttpTransport
+from ..session import UpstreamSession
+from .follow import GetSession, TaskSession
 
 if TYPE_CHECKING:
-    from .pool import UpstreamServer
+    from ..pool import UpstreamServer
 
 log = logging.getLogger("mcpx.upstream")
 _IDS = random.SystemRandom()

@@ -10,15 +10,15 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
-from ..protocol import shaping
-from ..protocol.errors import InternalError, UpstreamUnavailable
-from ..protocol.revisions import LEGACY_LATEST, MODERN
-from . import upstream_tasks
+from ...protocol import shaping
+from ...protocol.errors import InternalError, UpstreamUnavailable
+from ...protocol.revisions import LEGACY_LATEST, MODERN
+from . import follow
 
-if TYPE_CHECKING:  # as upstream_tasks.py: the upstream layer names the engine's types only
-    from ..tasks.engine import Resume, TaskEngine
-    from ..tasks.model import Task
-    from .pool import UpstreamPool
+if TYPE_CHECKING:  # as follow.py: the upstream layer names the engine's types only
+    from ...tasks.engine import Resume, TaskEngine
+    from ...tasks.model import Task
+    from ..pool import UpstreamPool
 
 log = logging.getLogger("mcpx.upstream")
 
@@ -56,12 +56,12 @@ def reclaimer(pool: UpstreamPool, engine: TaskEngine) -> Resume:
                 f"upstream {task.upstream!r} {how} while the mcpx daemon was down; the result of this call is lost"
             )
         res = await session.claim(rid, timeout=server.cfg.mcpx.callTimeout)
-        created = upstream_tasks.created_task(session, res)
+        created = follow.created_task(session, res)
         if created is not None:
             upstream_task_id = str(created["taskId"])
             log.info("task %s: its cut call had become upstream task %s; following it", task.id, upstream_task_id)
             await engine.store_upstream_task(task.id, upstream_task_id)
-            return await upstream_tasks.follow(pool, engine, task, upstream_task_id)
+            return await follow.follow(pool, engine, task, upstream_task_id)
         if res.get("resultType") == "input_required":
             raise InternalError(f"upstream {task.upstream!r} asked for more input after the daemon restarted")
         return shaping.call_result_for(res, LEGACY_LATEST if task.era == "legacy" else MODERN)

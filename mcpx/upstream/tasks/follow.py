@@ -35,14 +35,14 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
 
-from ..protocol.errors import INTERNAL_ERROR, INVALID_PARAMS, InternalError, UpstreamError, UpstreamUnavailable
-from ..protocol.revisions import META_RELATED_TASK, TASKS_EXTENSION, Era
-from .session import OnNotify, OnRequest, OnSent
+from ...protocol.errors import INTERNAL_ERROR, INVALID_PARAMS, InternalError, UpstreamError, UpstreamUnavailable
+from ...protocol.revisions import META_RELATED_TASK, TASKS_EXTENSION, Era
+from ..session import OnNotify, OnRequest, OnSent
 
 if TYPE_CHECKING:
-    from ..tasks.engine import Resume, TaskEngine
-    from ..tasks.model import Task
-    from .pool import UpstreamPool, UpstreamServer
+    from ...tasks.engine import Resume, TaskEngine
+    from ...tasks.model import Task
+    from ..pool import UpstreamPool, UpstreamServer
 
 log = logging.getLogger("mcpx.upstream")
 
@@ -499,8 +499,8 @@ def resumer(pool: UpstreamPool, engine: TaskEngine) -> Resume:
 
 async def follow(pool: UpstreamPool, engine: TaskEngine, task: Task, upstream_task_id: str) -> dict[str, Any]:
     """Finish the mcpx task `task` from upstream task `upstream_task_id` a previous daemon started."""
-    from ..protocol import shaping
-    from ..protocol.revisions import LEGACY_LATEST, MODERN
+    from ...protocol import shaping
+    from ...protocol.revisions import LEGACY_LATEST, MODERN
 
     server = pool.servers.get(task.upstream)
     if server is None:

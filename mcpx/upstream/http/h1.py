@@ -43,7 +43,7 @@ from urllib.parse import quote, unquote, urlsplit
 import anyio
 from anyio.abc import ByteStream, SocketAttribute
 
-from .. import __version__
+from ... import __version__
 
 KEEPALIVE_EXPIRY_S = 5.0
 MAX_IDLE = 20

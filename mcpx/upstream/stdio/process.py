@@ -14,12 +14,12 @@ from typing import Any, Literal
 import anyio
 from anyio.abc import Process
 
-from ..daemon.config import ServerConfig
-from ..protocol import fastjson
-from ..protocol.jsonrpc import Id
-from ..protocol.revisions import Era
+from ...daemon.config import ServerConfig
+from ...protocol import fastjson
+from ...protocol.jsonrpc import Id
+from ...protocol.revisions import Era
+from ..transport import Feed
 from .process_group import stop_group
-from .transport import Feed
 
 log = logging.getLogger("mcpx.upstream")
 

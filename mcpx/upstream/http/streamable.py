@@ -16,13 +16,13 @@ from typing import Any, Literal
 import anyio
 import httpx
 
-from ..daemon.config import ServerConfig
-from ..protocol import fastjson
-from ..protocol.errors import UPSTREAM_UNAVAILABLE
-from ..protocol.jsonrpc import Id
-from ..protocol.revisions import Era
+from ...daemon.config import ServerConfig
+from ...protocol import fastjson
+from ...protocol.errors import UPSTREAM_UNAVAILABLE
+from ...protocol.jsonrpc import Id
+from ...protocol.revisions import Era
+from ..transport import Feed
 from . import h1
-from .transport import Feed
 
 log = logging.getLogger("mcpx.upstream")
 

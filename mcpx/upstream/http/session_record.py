@@ -15,9 +15,9 @@ import json
 from pathlib import Path
 from typing import Any, TypedDict
 
-from ..daemon.config import ServerConfig
-from ..daemon.state_folder import write_private_json
-from .keeper_wire import stem
+from ...daemon.config import ServerConfig
+from ...daemon.state_folder import write_private_json
+from ..stdio.keeper_wire import stem
 
 FOLDER = "upstream-sessions"
 

@@ -25,15 +25,15 @@ import anyio
 from anyio.abc import Process, SocketStream
 from anyio.streams.buffered import BufferedByteReceiveStream
 
-from ..daemon.config import ServerConfig
-from ..protocol import fastjson
-from ..protocol.jsonrpc import Id
-from ..protocol.revisions import Era
+from ...daemon.config import ServerConfig
+from ...protocol import fastjson
+from ...protocol.jsonrpc import Id
+from ...protocol.revisions import Era
+from ..transport import Feed
 from . import keeper_wire as wire
+from .process import START_MARK
 from .process_group import killpg
 from .process_group import wait as wait_process
-from .stdio import START_MARK
-from .transport import Feed
 
 log = logging.getLogger("mcpx.upstream")
 SPAWN_TIMEOUT_S = 15.0
@@ -191,7 +191,7 @@ class KeeperTransport:
         keeper_env["PYTHONPATH"] = os.pathsep.join(filter(None, [PACKAGE_ROOT, os.environ.get("PYTHONPATH")]))
         with open(self.log_dir / f"{self.name}.keeper.log", "ab") as keeper_log:  # noqa: ASYNC230 - as above
             proc = await anyio.open_process(
-                [sys.executable, "-m", "mcpx.upstream.keeper"],
+                [sys.executable, "-m", "mcpx.upstream.stdio.keeper"],
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=keeper_log,

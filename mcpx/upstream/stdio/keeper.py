@@ -1,0 +1,346 @@
+"""`python -m mcpx.upstream.stdio.keeper`: one stdio upstream server kept alive across daemon restarts.
+
+The daemon starts a keeper per stdio server (keeper_transport.py) and hands it a Spec on stdin.
+The keeper leads its own session (a signal to the daemon's group does not reach it), starts the
+server in a session of its own, and relays lines between the server's pipes and whichever daemon
+is connected to its unix socket (0600, in the state folder's keepers/). While no daemon is
+connected it answers the server's pings itself and holds what the server writes, up to
+`buffer_bytes` (beyond that lines are dropped and counted: the next daemon is told). It also keeps
+the last replies it relayed, because a daemon killed mid-read loses what sat in its socket buffer;
+a new daemon gets those again first. Its welcome names the ids of every reply it is about to
+replay, so the daemon knows which of its predecessor's calls still have a reply coming before it
+reads them (replies nobody claims are dropped there).
+
+It ends, stopping its server by process group, when the server exits (recording the exit code for
+the next daemon), when a daemon says `stop` or on SIGTERM, or when no daemon has been connected
+for `grace_s`.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import secrets
+import signal
+import subprocess
+import sys
+import time
+from collections import deque
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import anyio
+import anyio.lowlevel
+from anyio.abc import ByteReceiveStream, Process, SocketListener, SocketStream
+from anyio.streams.buffered import BufferedByteReceiveStream
+
+from . import keeper_wire as wire
+from .process_group import stop_group
+
+log = logging.getLogger("mcpx.keeper")
+REPLAY_REPLIES = 1000  # replies kept for a daemon that died before reading them
+REPLAY_BYTES = 4 * 1024 * 1024
+MAX_OUTSTANDING = 10_000  # requests a server never answered (cancelled ones) must not pile up
+
+
+class Keeper:
+    def __init__(self, spec: wire.Spec) -> None:
+        self.spec = spec
+        self.folder = Path(spec.folder)
+        self.run_id = secrets.token_hex(8)
+        self.proc: Process | None = None
+        self.conn: SocketStream | None = None
+        self._conn_lock = anyio.Lock()  # one writer to the daemon at a time; welcome + backlog stay whole
+        self._stdin_lock = anyio.Lock()
+        # Server lines while no daemon is connected: (line, its id if it is a request, its id if a reply).
+        self.backlog: deque[tuple[bytes, str | None, wire.Id | None]] = deque()
+        # The server's requests a daemon got but did not answer: a daemon that died owes them,
+        # so the next one gets them again (and answers, if only to say it cannot).
+        self.asked: dict[str, bytes] = {}
+        self.backlog_bytes = 0
+        self.lost = 0
+        self.recent: deque[tuple[bytes, wire.Id]] = deque()  # replies relayed lately, with their ids
+        self.recent_bytes = 0
+        self.handshake: dict[str, Any] | None = None
+        self.next_id = 1
+        self.outstanding: dict[str, list[Any]] = {}  # json(id) -> [id, method]: sent, unanswered
+        self._connected = anyio.Event()
+        self._disconnected = anyio.Event()
+        self._disconnected.set()
+        self.done = anyio.Event()
+        self.why = ""
+
+    def finish(self, why: str) -> None:
+        if not self.done.is_set():
+            self.why = why
+            self.done.set()
+
+    # ---- life ----------------------------------------------------------------------------
+    async def main(self) -> None:
+        os.umask(0o077)
+        os.chdir(self.folder)  # the socket is bound by its short relative name
+        sock_name = f"{self.spec.stem}.sock"
+        try:
+            os.unlink(sock_name)
+        except FileNotFoundError:
+            pass
+        listener = await anyio.create_unix_listener(sock_name)
+        os.chmod(sock_name, 0o600)
+        with open(self.spec.stderr_log, "ab") as stderr:  # noqa: ASYNC230 - a local append-open, once
+            try:
+                self.proc = await anyio.open_process(
+                    [self.spec.command, *self.spec.args],
+                    stdin=subprocess.PIPE,
+                    stdout=subprocess.PIPE,
+                    stderr=stderr,
+                    cwd=self.spec.cwd,
+                    env=self.spec.env,
+                    start_new_session=True,
+                )
+            except OSError as exc:
+                await listener.aclose()
+                _unlink(sock_name)
+                _say(f"error: cannot start {self.spec.command!r}: {exc.strerror or exc}")
+                raise SystemExit(127) from None
+        record = wire.Record(
+            self.spec.server, os.getpid(), self.proc.pid, self.run_id, self.spec.config_hash, time.time()
+        )
+        record.write(self.folder)
+        _say("ready")
+        log.info("keeping %s (pid %d), run %s", self.spec.server, self.proc.pid, self.run_id)
+        exit_code: int | None = None
+        try:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(self._accept, listener)
+                tg.start_soon(self._read_server)
+                tg.start_soon(self._grace)
+                tg.start_soon(self._signals)
+                await self.done.wait()
+                tg.cancel_scope.cancel()
+        finally:
+            with anyio.CancelScope(shield=True):
+                await listener.aclose()
+                _unlink(sock_name)
+                await stop_group(self.proc, self.spec.server)
+                exit_code = self.proc.returncode
+                if self.why == "exited":
+                    record.exit_code = exit_code  # the next daemon says how the server ended
+                    record.write(self.folder)
+                else:
+                    _unlink(wire.record_path(self.folder, self.spec.server))
+        log.info("keeper for %s ends (%s; server code %s)", self.spec.server, self.why, exit_code)
+
+    async def _signals(self) -> None:
+        with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+            async for _ in signals:
+                self.finish("signal")
+                return
+
+    async def _grace(self) -> None:
+        """No daemon for grace_s (from the start, or since the last one left): stop."""
+        while True:
+            await self._disconnected.wait()
+            with anyio.move_on_after(self.spec.grace_s):
+                await self._connected.wait()
+            if self.conn is None:
+                self.finish(f"no daemon for {self.spec.grace_s:g} s")
+                return
+            await anyio.lowlevel.checkpoint()  # connected again: wait for the next disconnect
+
+    # ---- server side ---------------------------------------------------------------------
+    async def _read_server(self) -> None:
+        assert self.proc is not None and self.proc.stdout is not None
+        if not await _relay_lines(self.proc.stdout, self._from_server):
+            log.warning("%s wrote a line over %d bytes; stopping it", self.spec.server, wire.MAX_LINE)
+        code = await self.proc.wait()
+        await self._to_daemon(wire.encode(wire.control("exit", code=code)), hold=False)
+        self.finish("exited")
+
+    async def _from_server(self, line: bytes) -> None:
+        try:
+            msg = json.loads(line)
+        except ValueError:
+            msg = None
+        asked = None
+        reply: wire.Id | None = None
+        if isinstance(msg, dict) and "id" in msg and "method" not in msg:
+            self.outstanding.pop(json.dumps(msg["id"]), None)
+            reply = msg["id"] if isinstance(msg["id"], (str, int)) else None
+        elif isinstance(msg, dict) and "id" in msg:
+            if msg.get("method") == "ping" and self.conn is None:
+                # Nobody to ask: a server that pings its client must not think it is gone.
+                await self._to_server(wire.encode({"jsonrpc": "2.0", "id": msg["id"], "result": {}}))
+                return
+            asked = json.dumps(msg["id"])
+        await self._to_daemon(line, asked, reply=reply)
+
+    def _remember_reply(self, line: bytes, rid: wire.Id) -> None:
+        self.recent.append((line, rid))
+        self.recent_bytes += len(line)
+        while len(self.recent) > REPLAY_REPLIES or self.recent_bytes > REPLAY_BYTES:
+            self.recent_bytes -= len(self.recent.popleft()[0])
+
+    async def _to_server(self, line: bytes) -> None:
+        assert self.proc is not None and self.proc.stdin is not None
+        async with self._stdin_lock:
+            try:
+                await self.proc.stdin.send(line)
+            except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+                log.info("%s: its stdin is closed; a line from the daemon was not delivered", self.spec.server)
+
+    async def _to_daemon(
+        self, line: bytes, asked: str | None = None, *, reply: wire.Id | None = None, hold: bool = True
+    ) -> None:
+        async with self._conn_lock:
+            conn = self.conn
+            if conn is not None:
+                try:
+                    await conn.send(line)
+                    if reply is not None:
+                        self._remember_reply(line, reply)
+                    if asked is not None:
+                        self.asked[asked] = line
+                        if len(self.asked) > MAX_OUTSTANDING:
+                            del self.asked[next(iter(self.asked))]
+                    return
+                except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+                    self._dropped(conn)
+            if not hold:
+                return
+            if self.backlog_bytes + len(line) > self.spec.buffer_bytes:
+                self.lost += 1
+                if self.lost == 1:
+                    log.warning("%s: no daemon and %d bytes held; dropping lines", self.spec.server, self.backlog_bytes)
+                return
+            self.backlog.append((line, asked, reply))
+            self.backlog_bytes += len(line)
+
+    # ---- daemon side ---------------------------------------------------------------------
+    async def _accept(self, listener: SocketListener) -> None:
+        async with anyio.create_task_group() as tg:
+            while True:
+                conn = await listener.accept()
+                tg.start_soon(self._serve_daemon, conn)
+
+    async def _serve_daemon(self, conn: SocketStream) -> None:
+        async with self._conn_lock:
+            old, self.conn = self.conn, None
+            if old is not None:
+                await old.aclose()  # a newer daemon took over
+            # Every reply about to be replayed, named up front: the daemon must know a reply is
+            # coming before it reads one, or a task could look for it too early and give up.
+            replayed = [rid for _, rid in self.recent] + [rid for _, _, rid in self.backlog if rid is not None]
+            welcome = wire.control(
+                "welcome",
+                runId=self.run_id,
+                serverPid=self.proc.pid if self.proc else None,
+                handshake=self.handshake,
+                nextId=self.next_id,
+                outstanding=list(self.outstanding.values()),
+                replayed=replayed,
+                lost=self.lost,
+            )
+            recent = b"".join(line for line, _ in self.recent)
+            backlog = b"".join(line for line, _, _ in self.backlog)
+            try:
+                await conn.send(wire.encode(welcome) + recent + b"".join(self.asked.values()) + backlog)
+            except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+                await conn.aclose()
+                return
+            for line, asked, reply in self.backlog:
+                if asked is not None:
+                    self.asked[asked] = line
+                if reply is not None:  # relayed now: replayed again if this daemon dies unread
+                    self._remember_reply(line, reply)
+            self.backlog.clear()
+            self.backlog_bytes = 0
+            self.lost = 0
+            self.conn = conn
+            self._disconnected = anyio.Event()
+            self._connected.set()
+        log.info("a daemon connected (%d outstanding requests)", len(self.outstanding))
+        try:
+            if not await _relay_lines(conn, self._from_daemon):
+                log.warning("a daemon sent a line over %d bytes; dropping that connection", wire.MAX_LINE)
+        finally:
+            async with self._conn_lock:
+                self._dropped(conn)
+            await conn.aclose()
+
+    def _dropped(self, conn: SocketStream) -> None:
+        if self.conn is conn:
+            self.conn = None
+            self._connected = anyio.Event()
+            self._disconnected.set()
+            log.info("the daemon went away")
+
+    async def _from_daemon(self, line: bytes) -> None:
+        try:
+            msg = json.loads(line)
+        except ValueError:
+            msg = None
+        if isinstance(msg, dict):
+            if wire.is_control(msg):
+                kind = msg[wire.CONTROL]
+                if kind == "handshake" and isinstance(msg.get("handshake"), dict):
+                    self.handshake = msg["handshake"]
+                elif kind == "stop":
+                    self.finish("stopped by the daemon")
+                return
+            if "id" in msg and "method" not in msg:
+                self.asked.pop(json.dumps(msg["id"]), None)  # the daemon answered the server
+            elif "method" in msg and "id" in msg:
+                rid = msg["id"]
+                self.outstanding[json.dumps(rid)] = [rid, msg["method"]]
+                if len(self.outstanding) > MAX_OUTSTANDING:
+                    del self.outstanding[next(iter(self.outstanding))]  # the oldest
+                if isinstance(rid, int) and not isinstance(rid, bool) and rid >= self.next_id:
+                    self.next_id = rid + 1
+        await self._to_server(line)
+
+
+async def _relay_lines(stream: ByteReceiveStream, handle: Callable[[bytes], Awaitable[None]]) -> bool:
+    """Hand each non-empty line (newline kept) to `handle` until the stream ends: True, or False
+    when a line exceeded the bound."""
+    reader = BufferedByteReceiveStream(stream)
+    try:
+        while True:
+            line = await reader.receive_until(b"\n", wire.MAX_LINE)
+            if line.strip():
+                await handle(line + b"\n")
+    except (anyio.EndOfStream, anyio.IncompleteRead, anyio.ClosedResourceError, anyio.BrokenResourceError):
+        return True
+    except anyio.DelimiterNotFound:
+        return False
+
+
+def _say(line: str) -> None:
+    """Tell the daemon (on the stdout pipe it holds) that the socket is up, or why not; then let
+    stdout go, so a daemon gone later is no broken pipe to us."""
+    sys.stdout.write(line + "\n")
+    sys.stdout.flush()
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, 1)
+    os.close(devnull)
+
+
+def _unlink(path: str | Path) -> None:
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
+
+
+def main() -> None:
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s keeper[%(process)d] %(message)s")
+    spec = wire.Spec.from_json(sys.stdin.read())
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, 0)  # the spec is read; the daemon's pipe is not ours to keep
+    os.close(devnull)
+    anyio.run(Keeper(spec).main)
+
+
+if __name__ == "__main__":
+    main()
