@@ -13,19 +13,19 @@ import logging
 import secrets
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, Literal
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
 
 import anyio
 
 from ..events.bus import Event
+from .record import ConnectionRecord
 
 if TYPE_CHECKING:
     from ..store import Store
 
-log = logging.getLogger("mcpx.connections.registry")
+log = logging.getLogger("mcpx.connections")
 
-ConnectionKind = Literal["session", "shim", "stateless"]
 FLUSH_EVERY_S = 10.0  # how often last-seen times reach the store
 RESTARTED = "the mcpx daemon restarted"
 
@@ -34,58 +34,29 @@ def now_ms() -> int:
     return int(time.time() * 1000)
 
 
-@dataclass(frozen=True)
-class ConnectionRecord:
-    id: str
-    kind: ConnectionKind
-    transport: Literal["http", "stdio"]
-    opened_ms: int
-    last_seen_ms: int
-    revision: str | None = None
-    client_info: dict[str, Any] = field(default_factory=dict)
-    principal: str | None = None
-    peer: str | None = None
-    shim_pid: int | None = None
-    key: str | None = None  # a stateless host's identity key (principal, or name/version@address)
-    closed_ms: int | None = None
-    close_reason: str | None = None
-
-    @property
-    def open(self) -> bool:
-        return self.closed_ms is None
-
-    def wire(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "kind": self.kind,
-            "transport": self.transport,
-            "revision": self.revision,
-            "clientInfo": self.client_info,
-            "principal": self.principal,
-            "peer": self.peer,
-            "shimPid": self.shim_pid,
-            "openedMs": self.opened_ms,
-            "lastSeenMs": self.last_seen_ms,
-            "closedMs": self.closed_ms,
-            "closeReason": self.close_reason,
-        }
-
-
 def new_connection_id() -> str:
     return "c-" + secrets.token_urlsafe(9)
 
 
 class ConnectionRegistry:
-    def __init__(self, store: Store, idle_close_s: float) -> None:
+    def __init__(
+        self,
+        store: Store,
+        idle_close_s: float,
+        *,
+        in_use: Callable[[ConnectionRecord], bool] | None = None,
+        on_idle_close: Callable[[ConnectionRecord], None] | None = None,
+    ) -> None:
+        """`in_use` is asked before a quiet legacy session is closed: True while it is still in use
+        (an open stream, a request of mcpx's waiting for its answer), so it stays open however
+        quiet. `on_idle_close` is told when a quiet host is closed."""
         self.store = store
         self.idle_close_s = idle_close_s
         self.live: dict[str, ConnectionRecord] = {}
         self.by_key: dict[str, str] = {}  # stateless identity key -> record id
         self._seen: dict[str, int] = {}  # last-seen times not yet stored
-        self.on_idle_close: list[Callable[[ConnectionRecord], None]] = []  # told when a quiet host is closed
-        # Asked before a quiet legacy session is closed: True while it is still in use (an open
-        # stream, a request of mcpx's waiting for its answer), so it stays open however quiet.
-        self.in_use: Callable[[ConnectionRecord], bool] = lambda record: False
+        self.in_use = in_use or (lambda record: False)
+        self.on_idle_close = on_idle_close
 
     async def restore(self) -> None:
         """Records the previous daemon left open: shims died with it (their socket is gone);
@@ -171,5 +142,5 @@ class ConnectionRegistry:
             idle = record.kind == "stateless" or (record.kind == "session" and not self.in_use(record))
             if quiet and idle:
                 await self.close(record.id, f"idle for {self.idle_close_s:g} s")
-                for listener in self.on_idle_close:
-                    listener(record)
+                if self.on_idle_close is not None:
+                    self.on_idle_close(record)

@@ -27,6 +27,7 @@ from ..api import v1
 from ..api.feed import FeedEndpoint
 from ..api.models import DaemonPhase
 from ..api.operations import Operations
+from ..connections.record import ConnectionRecord
 from ..connections.registry import ConnectionRegistry
 from ..events.bus import EventBus
 from ..host import remote_changes
@@ -43,13 +44,14 @@ from ..store.sqlite import SqliteStore
 from ..tasks.active import ActiveTasks
 from ..tasks.engine import TaskEngine
 from ..tasks.frame_log import FrameLog
+from ..tasks.model import Task
+from ..upstream import carry_on
 from ..upstream.http import session_record
 from ..upstream.pool import UpstreamPool, UpstreamServer
-from ..upstream.tasks import follow, reclaim
 from . import state_folder
 from .config import CONFIG_SEARCH, Config
 
-log = logging.getLogger("mcpx.daemon.root")
+log = logging.getLogger("mcpx.daemon")
 GRACEFUL_S = 3
 
 
@@ -84,30 +86,58 @@ class _Server(uvicorn.Server):
 
 
 class Daemon:
+    """Builds every part with what it needs (constructors only: no part sets another's attributes)
+    and runs them through the phases above. Where two parts need each other (the engine tells the
+    hosts of a change, the hosts' era modules use the engine), the link is one of this class's
+    small methods, passed in at construction and resolved when it is first called."""
+
     def __init__(self, config: Config, config_path: Path | None, state_dir: Path, port: int | None = None) -> None:
         self.config = config
         self.config_path = config_path
         self.state_dir = state_dir
         self.port = config.daemon.port if port is None else port
         self.started = time.time()
-        self.pool = UpstreamPool(config, state_dir / "logs", state_dir / "keepers", state_dir / session_record.FOLDER)
+        self.pool = UpstreamPool(
+            config,
+            state_dir / "logs",
+            state_dir / "keepers",
+            state_dir / session_record.FOLDER,
+            on_change=self._on_list_changed,
+            on_resource_updated=self._on_resource_updated,
+        )
         self.hub = Hub()
         self.bus = EventBus()
         store: Store
         self.instance: str | None = None
         if config.store.url:
             self.instance = config.store.instance or _instance_id(state_dir)
-            store = PostgresStore(config.store.url, on_commit=self.bus.publish, instance=self.instance)
+            store = PostgresStore(
+                config.store.url,
+                on_commit=self.bus.publish,
+                instance=self.instance,
+                on_forward=self._forwarded,
+                on_lease_ended=self._lease_ended,
+            )
         else:
             store = SqliteStore(state_dir / "mcpx.db", on_commit=self.bus.publish)
         f = config.frames
-        frame_log = FrameLog(f.maxTasks, f.perTask, f.maxFrameBytes, f.budgetBytes)
-        self.engine = TaskEngine(store, events_cap=config.events.maxRows, frames=frame_log)
-        self.engine.active = ActiveTasks(config.tasks.maxActivePerOwner, config.tasks.maxActive)
-        self.engine.pacer.floor_ms = config.tasks.pollFloorMs
-        if config.store.url:
-            self.engine.lease_ms = config.store.leaseMs
-        self.registry = ConnectionRegistry(store, config.connections.idleCloseS)
+        tasks = config.tasks
+        self.engine = TaskEngine(
+            store,
+            frames=FrameLog(f.maxTasks, f.perTask, f.maxFrameBytes, f.budgetBytes),
+            events_cap=config.events.maxRows,
+            active=ActiveTasks(tasks.maxActivePerOwner, tasks.maxActive),
+            poll_floor_ms=tasks.pollFloorMs,
+            lease_ms=config.store.leaseMs if config.store.url else None,
+            on_change=self._task_changed,
+            # Tasks whose upstream call was itself a task resume polling it after a restart, and
+            # calls to stdio servers kept across the restart collect their replies.
+            resume=carry_on.Resumer(self.pool),
+            reclaim=carry_on.Reclaimer(self.pool),
+        )
+        self.registry = ConnectionRegistry(
+            store, config.connections.idleCloseS, in_use=self._session_in_use, on_idle_close=self._idle_closed
+        )
         q = config.questions
         self.broker = Broker(
             store,
@@ -118,16 +148,7 @@ class Daemon:
             max_pending_per_task=q.maxPendingPerTask,
             max_bytes=q.maxBytes,
         )
-        store.on_forward = self._forwarded
-        store.on_lease_ended = self.engine.lease_ended
         self.dispatcher = Dispatcher(config, self.pool, self.hub, self.engine, self.broker)
-        # Tasks whose upstream call was itself a task resume polling it after a restart.
-        self.engine.resume = follow.resumer(self.pool, self.engine)
-        # And calls to stdio servers kept across the restart collect their replies.
-        self.engine.reclaim = reclaim.reclaimer(self.pool, self.engine)
-        for server in self.pool.servers.values():
-            server.on_change = self._on_change
-            server.on_resource_updated = self._on_resource_updated
         self.router = HostRouter(
             self.dispatcher,
             self.registry,
@@ -143,12 +164,23 @@ class Daemon:
             store=store,
             require_task_name=config.tasks.requireMcpName,
         )
-        self.registry.on_idle_close.append(self.endpoint.forget_idle)
-        self.registry.in_use = self.endpoint.session_in_use
         self.operations = Operations(engine=self.engine, broker=self.broker, registry=self.registry, bus=self.bus)
         self.phase: DaemonPhase = "starting"
         self.url: str | None = None
         self._server: _Server | None = None
+
+    # ---- links between parts that need each other (see the class docstring) ----------------
+    async def _task_changed(self, task: Task) -> None:
+        await self.dispatcher.eras.task_changed(task)
+
+    def _session_in_use(self, record: ConnectionRecord) -> bool:
+        return self.endpoint.session_in_use(record)
+
+    def _idle_closed(self, record: ConnectionRecord) -> None:
+        self.endpoint.forget_idle(record)
+
+    def _lease_ended(self, instance: str) -> None:
+        self.engine.lease_ended(instance)
 
     def _forwarded(self, action: str, task_id: str) -> None:
         """Another daemon sharing the store acted on a task this one runs (ids only; rows say the rest)."""
@@ -157,7 +189,7 @@ class Daemon:
         elif action.startswith("answer:"):
             self.engine.spawn(self.broker.take_stored_answer, action.removeprefix("answer:"))
 
-    async def _on_change(self, server: UpstreamServer, kinds: tuple[str, ...]) -> None:
+    async def _on_list_changed(self, server: UpstreamServer, kinds: tuple[str, ...]) -> None:
         await self.hub.list_changed(kinds)
 
     async def _on_resource_updated(self, server: UpstreamServer, uri: str) -> None:
@@ -258,7 +290,7 @@ class Daemon:
             server.on_drain = self._drain
             self._server = server
             async with anyio.create_task_group() as tg:
-                self.router.tg = tg
+                self.router.run_under(tg)
                 await self.engine.start(tg)
                 if self.engine.shares_store:  # hosts here hear of changes other daemons make
                     eras = self.dispatcher.eras

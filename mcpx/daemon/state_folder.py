@@ -15,7 +15,7 @@ INFO = "daemon.json"
 TOKEN = "token"
 LOCK = "daemon.lock"
 
-log = logging.getLogger("mcpx.daemon.state_folder")
+log = logging.getLogger("mcpx.state")
 
 
 class AlreadyRunning(Exception):

@@ -37,7 +37,7 @@ from .host_client import HttpHost, RpcError, SessionLost
 from .plan import AGENT, AGENT_OPENING, CLI, CLI_OPENING, LEGACY_IDE, LEGACY_IDE_OPENING, Call, Gate, Plan
 from .stdio_host import StdioHost, open_stdio_host
 
-log = logging.getLogger("mcpx.demo.run_once")
+log = logging.getLogger("mcpx.demo")
 MAX_IN_FLIGHT = 3
 PACE_S = (1.0, 4.0)
 BACKOFF_S = (0.5, 10.0)

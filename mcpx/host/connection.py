@@ -10,7 +10,8 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import anyio
 
-from ..connections.registry import ConnectionKind, ConnectionRecord, new_connection_id
+from ..connections.record import ConnectionKind, ConnectionRecord
+from ..connections.registry import new_connection_id
 from ..protocol.ids import opaque_id
 from ..protocol.jsonrpc import Id
 from ..protocol.revisions import Era

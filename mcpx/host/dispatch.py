@@ -57,7 +57,6 @@ class Dispatcher:
         self.engine = engine
         self.eras = eras.build(config, pool, hub, engine, self.broker)
         self.calls, self.legacy_tasks, self.modern_tasks = self.eras.calls, self.eras.legacy, self.eras.modern
-        engine.on_change = self.eras.task_changed
         common: dict[str, Handler] = {
             "tools/list": self._tools_list,
             "tools/call": self._tools_call,

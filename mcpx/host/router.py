@@ -12,7 +12,8 @@ import anyio
 from anyio.abc import TaskGroup
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
-from ..connections.registry import ConnectionKind, ConnectionRegistry
+from ..connections.record import ConnectionKind
+from ..connections.registry import ConnectionRegistry
 from ..protocol import jsonrpc, legacy, modern
 from ..protocol.errors import InternalError, InvalidRequest, McpError
 from ..protocol.revisions import LEGACY_LATEST, META_CLIENT_INFO, META_LOG_LEVEL, MODERN
@@ -55,9 +56,13 @@ class HostRouter:
         self.burst = burst
         self.dispatcher = dispatcher
         self.registry = registry
-        self.tg: TaskGroup | None = None
+        self.tg: TaskGroup | None = None  # the daemon's, from start()
         self.connections: dict[str, HostConnection] = {}
         self.running: set[Call] = set()
+
+    def run_under(self, tg: TaskGroup) -> None:
+        """Serve: host calls run under the daemon's task group from now on."""
+        self.tg = tg
 
     def over_budget(self, conn: HostConnection) -> RateLimited | None:
         """The refusal for a request beyond the connection's rate, or None when it may go."""

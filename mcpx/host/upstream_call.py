@@ -25,9 +25,10 @@ from ..protocol.errors import InternalError, UpstreamUnavailable
 from ..protocol.jsonrpc import Id
 from ..protocol.revisions import Era
 from ..tasks.engine import TaskEngine, current_run, now_ms
+from ..upstream import carry_on
 from ..upstream.pool import Route, UpstreamServer
 from ..upstream.session import RELAYED_CLIENT_CAPS, OnNotify, OnSent, UpstreamSession
-from ..upstream.tasks import follow, foreign_sessions, reclaim
+from ..upstream.tasks import follow, foreign_sessions
 from .asking import Asker
 from .connection import RequestContext
 
@@ -189,7 +190,7 @@ class UpstreamCalls:
         engine = self.engine
 
         async def sent(rid: Id) -> None:
-            ref = reclaim.make_ref(run_id, rid)
+            ref = carry_on.make_ref(run_id, rid)
             if ref is not None:
                 await engine.set_upstream_request(run, ref)
 
@@ -217,7 +218,11 @@ class UpstreamCalls:
             run = None  # a call that can never become an mcpx task has no task to hand a question to
         session = await server.ready_session() if run is not None and (raw_state or ctx.era == "legacy") else None
         named = {**params, "name": route.name}
-        if run is None or session is None or not follow.task_capable(session, follow.upstream_tool(server, route.name)):
+        if (
+            run is None
+            or session is None
+            or not follow.task_capable(session, follow.upstream_tool(server.lists.get("tools"), route.name))
+        ):
             res = await self.forward(ctx, server, "tools/call", named, timeout, raw_state=raw_state)
             if res.get("resultType") == "input_required":
                 return res  # not a CallToolResult: nothing to trim

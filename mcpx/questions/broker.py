@@ -28,7 +28,7 @@ from ..protocol.ids import opaque_id
 from ..store import Store, StoreError
 from .question import CAPABILITY_FOR, Action, Question, operator_answer
 
-log = logging.getLogger("mcpx.questions.broker")
+log = logging.getLogger("mcpx.broker")
 
 DEFAULT_EXPIRY_S = 600.0
 HostAsk = Callable[[Question], Awaitable[dict[str, Any]]]

@@ -10,7 +10,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from ..connections.registry import ConnectionRecord
+from ..connections.record import ConnectionRecord
 from ..events.bus import Event, StoredEvent
 from ..questions.question import Question, QuestionStatus
 from ..tasks.model import Task
@@ -54,12 +54,14 @@ class Claim:
     stopped: bool = False
 
 
-class Store(Protocol):
-    # Set by the daemon: what another daemon asked of a task this one runs ("cancel", task id).
-    on_forward: Callable[[str, str], None] | None
-    # Set by the daemon: another daemon on the store stopped cleanly (its id); its tasks are free now.
-    on_lease_ended: Callable[[str], None] | None
+# What another daemon sharing the store asked of a task this one runs: (action, task id), the
+# action "cancel" or "answer:<question id>".
+OnForward = Callable[[str, str], None]
+# Another daemon on the store stopped cleanly (its id): its tasks are free now.
+OnLeaseEnded = Callable[[str], None]
 
+
+class Store(Protocol):
     async def open(self) -> None: ...
     async def run_writer(self) -> None: ...
     async def close(self) -> None: ...

@@ -6,7 +6,7 @@ import dataclasses
 import json
 from typing import Any
 
-from ..connections.registry import ConnectionRecord
+from ..connections.record import ConnectionRecord
 from ..events.bus import Event, StoredEvent
 from ..questions.question import Question
 from ..tasks.model import Task

@@ -24,12 +24,12 @@ from typing import Any
 import anyio
 import asyncpg
 
-from ..connections.registry import ConnectionRecord
+from ..connections.record import ConnectionRecord
 from ..events.bus import StoredEvent
 from ..questions.question import Question, QuestionStatus
 from ..tasks.model import TERMINAL, Task
 from . import codec
-from .base import Claim, Snapshot, StoreError, TaskQuery
+from .base import Claim, OnForward, OnLeaseEnded, Snapshot, StoreError, TaskQuery
 from .queue import QueuedWrites, Write, WriteQueue, WriteSql
 from .sql import EVENT_COLS, TASK_COLS, Params, event_page, owner_page, question_page, task_page
 from .sqlite import now_ms
@@ -146,7 +146,11 @@ class PostgresStore(QueuedWrites):
         on_commit: Callable[[list[StoredEvent]], None] | None = None,
         *,
         instance: str | None = None,
+        on_forward: OnForward | None = None,
+        on_lease_ended: OnLeaseEnded | None = None,
     ) -> None:
+        """`on_forward` and `on_lease_ended` hear, through NOTIFY, what the other daemons on the
+        database ask of this one's tasks and when one of them stops."""
         self.url = url
         self.on_commit = on_commit  # the event bus's publish: every daemon's events, in sequence order
         self.instance = instance  # this daemon's id in `instances`; a task row it writes names it
@@ -155,8 +159,8 @@ class PostgresStore(QueuedWrites):
         self._listener: asyncpg.Connection | None = None
         self._queue = WriteQueue()
         self._sql = _WRITES
-        self.on_forward: Callable[[str, str], None] | None = None
-        self.on_lease_ended: Callable[[str], None] | None = None
+        self.on_forward = on_forward
+        self.on_lease_ended = on_lease_ended
         self._published = 0  # the last sequence handed to on_commit
         self._tail = anyio.Lock()  # one publisher at a time, so on_commit sees sequences in order
         self._heard = anyio.Event()  # set by a NOTIFY on EVENTS_CHANNEL

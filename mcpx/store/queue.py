@@ -10,7 +10,7 @@ from typing import Any
 import anyio
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
-from ..connections.registry import ConnectionRecord
+from ..connections.record import ConnectionRecord
 from ..events.bus import Event, StoredEvent
 from ..questions.question import Question
 from ..tasks.model import Task

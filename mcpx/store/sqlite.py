@@ -19,7 +19,7 @@ from typing import Any
 
 import aiosqlite
 
-from ..connections.registry import ConnectionRecord
+from ..connections.record import ConnectionRecord
 from ..events.bus import StoredEvent
 from ..questions.question import Question, QuestionStatus
 from ..tasks.model import TERMINAL, Task
@@ -95,8 +95,6 @@ class SqliteStore(QueuedWrites):
         self.reader: aiosqlite.Connection | None = None
         self._queue = WriteQueue()
         self._sql = _WRITES
-        self.on_forward: Callable[[str, str], None] | None = None  # one daemon: nothing is forwarded
-        self.on_lease_ended: Callable[[str], None] | None = None  # nor does another daemon stop
 
     # ---- lifecycle -----------------------------------------------------------------------
     async def open(self) -> None:

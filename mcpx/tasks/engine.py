@@ -25,6 +25,7 @@ from ..protocol.revisions import Era
 from ..store import Claim, Store, StoreError
 from . import changes, frame_log
 from .active import ActiveTasks
+from .control import CarryOn
 from .frame_log import Frame, FrameLog
 from .inputs import TaskInputs
 from .keyed_lock import KeyedLock
@@ -45,9 +46,6 @@ log = logging.getLogger("mcpx.tasks")
 
 Call = Callable[[Task], Awaitable[dict[str, Any]]]
 OnChange = Callable[[Task], Awaitable[None]]
-# Finishes a task a previous daemon left running, from its `upstream_task_id`: the CallToolResult
-# (shaped for the task's era) or an exception, exactly like a `Call`. Set by the daemon.
-Resume = Callable[[Task], Awaitable[dict[str, Any]]]
 EXPIRY_EVERY_S = 1.0
 TRIM_EVERY = 60  # expiry sweeps between two trims of the events table
 CLOSE_GRACE_S = 2.0  # how long close() lets cancelled runs finish their clean-up
@@ -111,15 +109,32 @@ class Run:
 
 
 class TaskEngine:
-    def __init__(self, store: Store, *, events_cap: int = 200_000, frames: FrameLog | None = None) -> None:
+    def __init__(
+        self,
+        store: Store,
+        *,
+        frames: FrameLog | None = None,
+        events_cap: int = 200_000,
+        active: ActiveTasks | None = None,
+        poll_floor_ms: int = 0,
+        lease_ms: int | None = None,
+        on_change: OnChange | None = None,
+        resume: CarryOn | None = None,
+        reclaim: CarryOn | None = None,
+    ) -> None:
+        """`active` bounds running tasks (unbounded by default); `poll_floor_ms` slows polls of one
+        task that come sooner (tasks/pacing.py); `lease_ms`, when daemons share the store, is the
+        lease this one renews and after which it takes another's tasks over. `on_change` hears
+        every change hosts are told of. After a restart or a take-over, `resume` follows a task's
+        upstream task again and `reclaim` collects a plain call's reply from a kept stdio server."""
         self.store = store
         self.frames = frames or FrameLog()
         self.events_cap = events_cap
         self.tg: TaskGroup | None = None
-        self.on_change: OnChange | None = None
-        self.resume: Resume | None = None
-        self.reclaim: Resume | None = None  # a plain call to a kept server: collect its reply
-        self.lease_ms: int | None = None  # set when daemons share the store: renew and take over
+        self.on_change = on_change
+        self.resume = resume
+        self.reclaim = reclaim
+        self.lease_ms = lease_ms
         self._closing = anyio.Event()  # set by close(): upstream tasks are left running, to be resumed
         self._lease_ended = anyio.Event()  # another daemon stopped cleanly: claim without waiting
         self._scopes: dict[str, anyio.CancelScope] = {}
@@ -129,9 +144,9 @@ class TaskEngine:
         # completion racing each other leave exactly one terminal status (compare-and-set).
         # One lock per task, not one for all: changes of different tasks share a store batch.
         self._transition = KeyedLock()
-        self.inputs = TaskInputs(self)
-        self.active = ActiveTasks()  # the daemon sets its limits from the config
-        self.pacer = PollPacer(0, now_ms, self.wait_change)  # tasks/get pacing; the daemon sets its floor
+        self.inputs = TaskInputs(self.change, store.get_task)
+        self.active = active or ActiveTasks()
+        self.pacer = PollPacer(poll_floor_ms, now_ms, self.wait_change)  # tasks/get pacing
 
     @property
     def closing(self) -> bool:
@@ -236,7 +251,7 @@ class TaskEngine:
             return new
 
     # ---- creating tasks ------------------------------------------------------------------
-    def _resume(self, task: Task, how: str, follow: Resume) -> None:
+    def _resume(self, task: Task, how: str, follow: CarryOn) -> None:
         """Keep following the upstream work this row names; its outcome lands as usual. The
         callback waits for the upstream to be ready (the pool starts after the engine)."""
         run = Run(task.era)
@@ -247,7 +262,7 @@ class TaskEngine:
 
         async def carry_on() -> dict[str, Any]:
             try:
-                return await follow(task)
+                return await follow(task, self)
             except (UpstreamError, McpError) as exc:  # the task fails as usual; the log says why
                 reason = exc.error.get("message") if isinstance(exc, UpstreamError) else exc.message
                 log.warning("task %s: could not carry on after the restart (%s): %s", task.id, how, reason)

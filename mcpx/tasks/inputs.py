@@ -10,18 +10,18 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import anyio
 
 from ..protocol.errors import InternalError
 from .model import INPUT_REQUIRED, WORKING, Status, Task
 
-if TYPE_CHECKING:
-    from .engine import TaskEngine
-
+# The engine's compare-and-set of a task row (TaskEngine.change), and a read of the committed row.
+Change = Callable[[str, Callable[[Task], Task | None]], Awaitable[Task | None]]
+GetTask = Callable[[str], Awaitable[Task | None]]
 WAITING_FOR_INPUT = "waiting for input"
 
 
@@ -37,8 +37,9 @@ class _Waiter:
 
 
 class TaskInputs:
-    def __init__(self, engine: TaskEngine) -> None:
-        self.engine = engine
+    def __init__(self, change: Change, get_task: GetTask) -> None:
+        self._change = change
+        self._get_task = get_task
         self._waiting: dict[str, _Waiter] = {}  # outstanding key -> its asker
 
     async def ask(self, task_id: str, requests: dict[str, Any]) -> dict[str, Any]:
@@ -55,7 +56,7 @@ class TaskInputs:
             return replace(moved, input_requests={**current.input_requests, **requests})
 
         try:
-            if await self.engine.change(task_id, add) is None:
+            if await self._change(task_id, add) is None:
                 raise InternalError(f"task {task_id} ended before its question could be asked")
             if waiter.remaining:
                 await waiter.done.wait()
@@ -68,7 +69,7 @@ class TaskInputs:
 
     async def answer(self, task_id: str, responses: dict[str, Any]) -> set[str]:
         """Record answers for outstanding keys; returns the keys it settled."""
-        task = await self.engine.store.get_task(task_id)
+        task = await self._get_task(task_id)
         if task is None or task.terminal:
             return set()
         settled: set[str] = set()
@@ -101,7 +102,7 @@ class TaskInputs:
                 return replace(current, input_requests=left, updated_ms=_now_ms())
             return current.move(WORKING, _now_ms())
 
-        await self.engine.change(task_id, remove)
+        await self._change(task_id, remove)
 
     @contextlib.asynccontextmanager
     async def asking(self, task_id: str) -> AsyncIterator[None]:
@@ -119,4 +120,4 @@ class TaskInputs:
                 return None
             return current.move(status, _now_ms(), message=WAITING_FOR_INPUT if status == INPUT_REQUIRED else None)
 
-        await self.engine.change(task_id, update)
+        await self._change(task_id, update)

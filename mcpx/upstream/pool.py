@@ -104,6 +104,8 @@ class UpstreamServer:
         clock: Callable[[], float] = time.monotonic,
         keepers: KeeperSettings | None = None,
         sessions_folder: Path | None = None,
+        on_change: OnListChanged | None = None,
+        on_resource_updated: OnResourceUpdated | None = None,
     ) -> None:
         self.key = key
         # Where a 2025-11-25 HTTP upstream's session is remembered for the next daemon (http_session_record).
@@ -124,14 +126,14 @@ class UpstreamServer:
         self.exit_code: int | None = None  # how its last stdio process ended
         self.lists: dict[str, list[dict[str, Any]]] = {kind: [] for kind in KINDS}
         self.naming = Naming(namespace)
-        self.on_change: OnListChanged | None = None  # set by the daemon
+        self.on_change = on_change  # its lists changed: hosts are told
         self._ready = anyio.Event()
         self._stop = anyio.Event()
         self._transport: Transport | None = None
         self._last_capabilities: dict[str, Any] = {}
         self.watched: dict[str, int] = {}  # upstream URIs hosts subscribed to -> how many
         self._watch_changed = anyio.Event()
-        self.on_resource_updated: OnResourceUpdated | None = None
+        self.on_resource_updated = on_resource_updated
         self.in_flight = 0  # host requests at this server now (mcpx.maxInFlight)
 
     def call_refusal(self) -> LimitReached | None:
@@ -507,15 +509,31 @@ def _describe(exc: BaseException) -> str:
 
 class UpstreamPool:
     def __init__(
-        self, config: Config, log_dir: Path, keepers_folder: Path | None = None, sessions_folder: Path | None = None
+        self,
+        config: Config,
+        log_dir: Path,
+        keepers_folder: Path | None = None,
+        sessions_folder: Path | None = None,
+        *,
+        on_change: OnListChanged | None = None,
+        on_resource_updated: OnResourceUpdated | None = None,
     ) -> None:
+        """`on_change` and `on_resource_updated` hear what any server pushes (list changes, a
+        subscribed resource updated), for the hosts."""
         self.config = config
         k = config.keepers
         self.keepers = KeeperSettings(keepers_folder, k.graceS, k.bufferBytes) if keepers_folder and k.enabled else None
         self.keepers_folder = keepers_folder
         self.servers = {
             key: UpstreamServer(
-                key, cfg, config.namespace_of(key), log_dir, keepers=self.keepers, sessions_folder=sessions_folder
+                key,
+                cfg,
+                config.namespace_of(key),
+                log_dir,
+                keepers=self.keepers,
+                sessions_folder=sessions_folder,
+                on_change=on_change,
+                on_resource_updated=on_resource_updated,
             )
             for key, cfg in config.active_servers.items()
         }
@@ -524,7 +542,7 @@ class UpstreamPool:
         self.detached = False  # `mcpx stop --keep-upstreams`: the kept servers wait for the next daemon
 
     async def run(self, tg: TaskGroup) -> None:
-        self.foreign.tg = tg
+        self.foreign.start(tg)
         if self.keepers_folder is not None and self.keepers_folder.is_dir():
             # Keepers a previous daemon left for servers this config no longer runs under keepers.
             kept = {key for key, s in self.servers.items() if s.keepers is not None}

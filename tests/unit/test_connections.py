@@ -9,12 +9,14 @@ import contextlib
 from collections.abc import AsyncIterator
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
 
 from mcpx.connections import registry as connections_module
-from mcpx.connections.registry import RESTARTED, ConnectionRecord, ConnectionRegistry, now_ms
+from mcpx.connections.record import ConnectionRecord
+from mcpx.connections.registry import RESTARTED, ConnectionRegistry, now_ms
 from mcpx.store import StoreError
 
 from .storekit import Published, Running, check_event, opened
@@ -37,9 +39,11 @@ def rec(cid: str, kind: str = "session", *, last_seen_ms: int | None = None, **k
 
 
 @contextlib.asynccontextmanager
-async def registry_on(path: Path, idle_close_s: float = 600) -> AsyncIterator[tuple[ConnectionRegistry, Running]]:
+async def registry_on(
+    path: Path, idle_close_s: float = 600, **hooks: Any
+) -> AsyncIterator[tuple[ConnectionRegistry, Running]]:
     async with opened(path) as w:
-        yield ConnectionRegistry(w.store, idle_close_s), w
+        yield ConnectionRegistry(w.store, idle_close_s, **hooks), w
 
 
 def closed_events(published: Published) -> dict[str, str]:
@@ -159,9 +163,12 @@ async def test_flush_stores_last_seen_times_and_writes_nothing_when_nobody_was_s
 async def test_quiet_stateless_hosts_and_unused_sessions_are_closed_and_listeners_told(tmp_path: Path) -> None:
     old = now_ms() - 10 * MINUTE_MS
     told: list[str] = []
-    async with registry_on(tmp_path / "mcpx.db", idle_close_s=60) as (registry, w):
-        registry.on_idle_close.append(lambda record: told.append(record.id))
-        registry.in_use = lambda record: record.id == "c-session-streaming"
+    async with registry_on(
+        tmp_path / "mcpx.db",
+        idle_close_s=60,
+        on_idle_close=lambda record: told.append(record.id),
+        in_use=lambda record: record.id == "c-session-streaming",
+    ) as (registry, w):
         await registry.open(rec("c-idle", "stateless", last_seen_ms=old, key="idle"))
         await registry.open(rec("c-fresh", "stateless", last_seen_ms=now_ms(), key="fresh"))
         await registry.open(rec("c-just-seen", "stateless", last_seen_ms=old, key="seen"))
@@ -182,8 +189,8 @@ async def test_the_upkeep_loop_flushes_and_closes_idle_stateless_hosts(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(connections_module, "FLUSH_EVERY_S", 0.01)
-    async with registry_on(tmp_path / "mcpx.db", idle_close_s=0.01) as (registry, w):
-        registry.in_use = lambda record: True  # the session's stream is open
+    # The session's stream is open: in use.
+    async with registry_on(tmp_path / "mcpx.db", idle_close_s=0.01, in_use=lambda record: True) as (registry, w):
         await registry.open(rec("c-session"))
         await registry.open(rec("c-idle", "stateless", key="idle"))
         registry.seen("c-session")

@@ -10,7 +10,7 @@ from dataclasses import replace
 import anyio
 import pytest
 
-from mcpx.connections.registry import ConnectionRecord
+from mcpx.connections.record import ConnectionRecord
 from mcpx.events.bus import Event, StoredEvent
 from mcpx.questions.question import Question
 from mcpx.store import StoreError

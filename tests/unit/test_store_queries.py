@@ -7,7 +7,7 @@ from dataclasses import replace
 
 import pytest
 
-from mcpx.connections.registry import ConnectionRecord
+from mcpx.connections.record import ConnectionRecord
 from mcpx.store import TaskQuery
 from mcpx.store.sqlite import SqliteStore
 from mcpx.tasks.model import CANCELLED, COMPLETED, FAILED, INPUT_REQUIRED, WORKING, Task

@@ -24,6 +24,7 @@ from mcpx.protocol.revisions import LEGACY_LATEST, Era
 from mcpx.store.sqlite import SqliteStore
 from mcpx.tasks import engine as engine_module
 from mcpx.tasks import frame_log
+from mcpx.tasks.control import CarryOn, TaskControl
 from mcpx.tasks.engine import RESTARTED, TaskEngine, current_run, now_ms
 from mcpx.tasks.inputs import WAITING_FOR_INPUT
 from mcpx.tasks.model import CANCELLED, COMPLETED, FAILED, INPUT_REQUIRED, TERMINAL, WORKING, Status, Task
@@ -41,10 +42,12 @@ Call = Callable[[Task], Awaitable[dict[str, Any]]]
 
 
 @contextlib.asynccontextmanager
-async def running(path: Path, *, resume: Call | None = None) -> AsyncIterator[TaskEngine]:
+async def running(
+    path: Path, *, resume: CarryOn | None = None, changes: Changes | None = None
+) -> AsyncIterator[TaskEngine]:
     """An engine on `path` under its own task group, closed the way the daemon closes it."""
-    engine = TaskEngine(SqliteStore(path, on_commit=Published()))
-    engine.resume = resume
+    on_change = changes.record if changes is not None else None
+    engine = TaskEngine(SqliteStore(path, on_commit=Published()), resume=resume, on_change=on_change)
     async with anyio.create_task_group() as tg:
         try:
             await engine.start(tg)
@@ -86,13 +89,12 @@ async def create(engine: TaskEngine, call: Call, *, era: Era = "legacy", ttl_ms:
 class Changes:
     """Every record the engine saved (its on_change hook), in order, and a way to wait for one."""
 
-    def __init__(self, engine: TaskEngine) -> None:
+    def __init__(self) -> None:
         self.saved: list[Task] = []
         self._read = 0
         self._new = anyio.Event()
-        engine.on_change = self._record
 
-    async def _record(self, task: Task) -> None:
+    async def record(self, task: Task) -> None:
         self.saved.append(task)
         self._new.set()
         self._new = anyio.Event()
@@ -220,8 +222,8 @@ async def test_cancel_marks_the_task_cancelled_stops_its_work_and_records_who_as
 
 
 async def test_cancel_after_completion_changes_nothing_but_the_audit_log_keeps_the_request(tmp_path: Path) -> None:
-    async with running(tmp_path / "mcpx.db") as engine:
-        changes = Changes(engine)
+    changes = Changes()
+    async with running(tmp_path / "mcpx.db", changes=changes) as engine:
         task = await create(engine, returns)
         await engine.wait_terminal(task.id)
         assert await engine.cancel(task, by="host:c-1") is None
@@ -242,8 +244,8 @@ async def test_a_completion_landing_after_cancel_does_not_overwrite_it(tmp_path:
         returned.set()
         return RESULT
 
-    async with running(tmp_path / "mcpx.db") as engine:
-        changes = Changes(engine)
+    changes = Changes()
+    async with running(tmp_path / "mcpx.db", changes=changes) as engine:
         task = await create(engine, stubborn)
         with anyio.fail_after(5):
             await started.wait()
@@ -275,8 +277,8 @@ async def test_cancels_racing_completions_leave_exactly_one_terminal_status_each
             if len(exited) == count:
                 all_exited.set()
 
-    async with running(tmp_path / "mcpx.db") as engine:
-        changes = Changes(engine)
+    changes = Changes()
+    async with running(tmp_path / "mcpx.db", changes=changes) as engine:
         tasks = [await create(engine, call) for _ in range(count)]
         async with anyio.create_task_group() as tg:
             gate.set()  # the calls return on their next turn, while the cancels go in
@@ -301,8 +303,8 @@ async def test_wait_terminal_wakes_for_an_outcome_that_lands_while_it_reads_the_
         await release.wait()
         return RESULT
 
-    async with running(tmp_path / "mcpx.db") as engine:
-        changes = Changes(engine)
+    changes = Changes()
+    async with running(tmp_path / "mcpx.db", changes=changes) as engine:
         task = await create(engine, call)
         store = cast(SqliteStore, engine.store)
         real_get = store.get_task
@@ -544,8 +546,8 @@ def asking(*keys: str) -> Callable[[Task], bool]:
 async def test_a_question_is_an_input_request_under_exactly_the_key_the_caller_gave(tmp_path: Path) -> None:
     row = record(era="modern", connection="c-1")
     answers: list[dict[str, Any]] = []
-    async with running(tmp_path / "mcpx.db") as engine, anyio.create_task_group() as tg:
-        changes = Changes(engine)
+    changes = Changes()
+    async with running(tmp_path / "mcpx.db", changes=changes) as engine, anyio.create_task_group() as tg:
         await engine.store.put_task(row)
 
         async def ask(requests: dict[str, Any]) -> None:
@@ -581,8 +583,8 @@ async def test_a_question_is_an_input_request_under_exactly_the_key_the_caller_g
 async def test_partial_answers_keep_the_task_waiting_for_the_rest(tmp_path: Path) -> None:
     row = record(era="modern")
     answered = anyio.Event()
-    async with running(tmp_path / "mcpx.db") as engine, anyio.create_task_group() as tg:
-        changes = Changes(engine)
+    changes = Changes()
+    async with running(tmp_path / "mcpx.db", changes=changes) as engine, anyio.create_task_group() as tg:
         await engine.store.put_task(row)
 
         async def ask() -> None:
@@ -606,8 +608,8 @@ async def test_partial_answers_keep_the_task_waiting_for_the_rest(tmp_path: Path
 async def test_unknown_and_repeated_answers_are_ignored(tmp_path: Path) -> None:
     row = record(era="modern")
     got: list[dict[str, Any]] = []
-    async with running(tmp_path / "mcpx.db") as engine, anyio.create_task_group() as tg:
-        changes = Changes(engine)
+    changes = Changes()
+    async with running(tmp_path / "mcpx.db", changes=changes) as engine, anyio.create_task_group() as tg:
         await engine.store.put_task(row)
 
         async def ask() -> None:
@@ -626,8 +628,8 @@ async def test_unknown_and_repeated_answers_are_ignored(tmp_path: Path) -> None:
 
 async def test_an_asker_that_gives_up_withdraws_its_keys_and_the_task_returns_to_working(tmp_path: Path) -> None:
     row = record(era="modern")
-    async with running(tmp_path / "mcpx.db") as engine:
-        changes = Changes(engine)
+    changes = Changes()
+    async with running(tmp_path / "mcpx.db", changes=changes) as engine:
         await engine.store.put_task(row)
         async with anyio.create_task_group() as tg:
             tg.start_soon(engine.ask, row.id, {"a": {}})
@@ -643,8 +645,8 @@ async def test_an_asker_that_gives_up_withdraws_its_keys_and_the_task_returns_to
 async def test_withdrawing_one_asker_leaves_the_other_askers_keys_outstanding(tmp_path: Path) -> None:
     row = record(era="modern")
     second: list[dict[str, Any]] = []
-    async with running(tmp_path / "mcpx.db") as engine, anyio.create_task_group() as outer:
-        changes = Changes(engine)
+    changes = Changes()
+    async with running(tmp_path / "mcpx.db", changes=changes) as engine, anyio.create_task_group() as outer:
         await engine.store.put_task(row)
 
         async def ask_b() -> None:
@@ -712,7 +714,7 @@ async def test_start_resumes_tasks_that_follow_an_upstream_task(tmp_path: Path) 
     await seed(db, following, asked, plain, ended)
     resumed: list[Task] = []
 
-    async def resume(task: Task) -> dict[str, Any]:
+    async def resume(task: Task, control: TaskControl) -> dict[str, Any]:
         resumed.append(task)
         return {"content": [{"type": "text", "text": f"from {task.upstream_task_id}"}]}
 
@@ -738,8 +740,8 @@ async def test_without_a_resume_callback_upstream_tasks_fail_as_restarted(tmp_pa
 
 async def test_closing_the_engine_while_a_task_waits_for_input_ends_cleanly(tmp_path: Path) -> None:
     db = tmp_path / "mcpx.db"
-    engine = TaskEngine(SqliteStore(db, on_commit=Published()))
-    changes = Changes(engine)
+    changes = Changes()
+    engine = TaskEngine(SqliteStore(db, on_commit=Published()), on_change=changes.record)
 
     async def call(task: Task) -> dict[str, Any]:
         await engine.ask(task.id, {"q-1": {}})

@@ -16,7 +16,7 @@ from starlette.types import Receive, Scope
 from starlette.types import Send as AsgiSend
 
 from ...api.origin import origin_allowed
-from ...connections.registry import ConnectionRecord
+from ...connections.record import ConnectionRecord
 from ...protocol import jsonrpc, modern
 from ...protocol.errors import (
     HEADER_MISMATCH,

@@ -40,9 +40,7 @@ from ...protocol.revisions import META_RELATED_TASK, TASKS_EXTENSION, Era
 from ..session import OnNotify, OnRequest, OnSent
 
 if TYPE_CHECKING:
-    from ...tasks.engine import Resume, TaskEngine
-    from ...tasks.model import Task
-    from ..pool import UpstreamPool, UpstreamServer
+    pass
 
 log = logging.getLogger("mcpx.upstream")
 
@@ -99,9 +97,9 @@ def _dig(obj: object, *keys: str) -> Any:
     return obj
 
 
-def upstream_tool(server: UpstreamServer, name: str) -> dict[str, Any] | None:
-    """The upstream's own declaration of one of its tools (`lists["tools"]`, unrenamed)."""
-    for tool in server.lists.get("tools") or []:
+def upstream_tool(tools: list[Any] | None, name: str) -> dict[str, Any] | None:
+    """The upstream's own declaration of one of its tools, from its `tools/list` (unrenamed)."""
+    for tool in tools or []:
         if isinstance(tool, dict) and tool.get("name") == name:
             return tool
     return None
@@ -436,7 +434,7 @@ async def call(
             on_notify=on_notify,
             on_request=on_request,
             timeout=None,  # an inline answer may take as long as the tool does; the caller bounds it
-            on_sent=on_sent,  # a kept server: a restarted daemon collects the CreateTaskResult (reclaim.py)
+            on_sent=on_sent,  # a kept server: a restarted daemon collects the CreateTaskResult (upstream/carry_on.py)
         )
         task = created_task(session, res)
         if task is not None:
@@ -484,58 +482,12 @@ async def resume(
     return await follower.run(None)
 
 
-def resumer(pool: UpstreamPool, engine: TaskEngine) -> Resume:
-    """The engine's resume callback (`TaskEngine.resume`): finish an mcpx task from its upstream
-    task id, once that upstream is ready, with the result shaped for the task's host era."""
-
-    async def run(task: Task) -> dict[str, Any]:
-        upstream_task_id = task.upstream_task_id
-        if upstream_task_id is None:  # the engine resumes only rows that name one
-            raise InternalError(f"task {task.id} names no upstream task to follow")
-        return await follow(pool, engine, task, upstream_task_id)
-
-    return run
-
-
-async def follow(pool: UpstreamPool, engine: TaskEngine, task: Task, upstream_task_id: str) -> dict[str, Any]:
-    """Finish the mcpx task `task` from upstream task `upstream_task_id` a previous daemon started."""
-    from ...protocol import shaping
-    from ...protocol.revisions import LEGACY_LATEST, MODERN
-
-    server = pool.servers.get(task.upstream)
-    if server is None:
-        raise UpstreamUnavailable(
-            f"upstream {task.upstream!r} is no longer configured; its task {upstream_task_id} cannot be followed"
-        )
-    on_input = None
-    if task.era == "modern":
-
-        async def on_input(requests: dict[str, Any]) -> dict[str, Any]:
-            return await engine.ask(task.id, requests)
-
-    async def on_status(status: str, message: str | None) -> None:
-        await engine.set_status_message(task.id, message)
-
-    # Asked in the session the task was made in (another daemon's, when this one took it over).
-    async with pool.foreign.session_for(server, task.upstream_session) as get_session:
-        res = await resume(
-            get_session,
-            upstream_task_id,
-            on_input=on_input,
-            keep_upstream=lambda: engine.closing,
-            on_status=on_status,
-        )
-    return shaping.call_result_for(res, LEGACY_LATEST if task.era == "legacy" else MODERN)
-
-
 __all__ = [
     "Follower",
     "call",
     "created_task",
-    "follow",
     "poll_delay",
     "resume",
-    "resumer",
     "task_capable",
     "upstream_tool",
 ]

@@ -17,18 +17,26 @@ import contextlib
 import logging
 import random
 from collections.abc import AsyncIterator
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import anyio
 from anyio.abc import TaskGroup, TaskStatus
 
+from ...daemon.config import ServerConfig
 from ...protocol.errors import UpstreamUnavailable
 from ..http.streamable import HttpTransport
 from ..session import UpstreamSession
 from .follow import GetSession, TaskSession
 
-if TYPE_CHECKING:
-    from ..pool import UpstreamServer
+
+class ServerHandle(Protocol):
+    """What following tasks in another daemon's session needs of a server (pool.UpstreamServer)."""
+
+    key: str
+    cfg: ServerConfig
+
+    async def ready_session(self) -> UpstreamSession: ...
+
 
 log = logging.getLogger("mcpx.upstream")
 _IDS = random.SystemRandom()
@@ -46,7 +54,7 @@ class _Reopened:
     """Another daemon's session with this server, carried on with this one's handshake (same
     server, same config); reopened if its connection drops."""
 
-    def __init__(self, server: UpstreamServer, session_id: str, sessions: ForeignSessions) -> None:
+    def __init__(self, server: ServerHandle, session_id: str, sessions: ForeignSessions) -> None:
         self.server = server
         self.session_id = session_id
         self.sessions = sessions
@@ -99,8 +107,11 @@ class ForeignSessions:
         self.tg: TaskGroup | None = None  # where their connections run: the pool's (UpstreamPool.run)
         self._open: dict[tuple[str, str], _Reopened] = {}
 
+    def start(self, tg: TaskGroup) -> None:
+        self.tg = tg
+
     @contextlib.asynccontextmanager
-    async def session_for(self, server: UpstreamServer, session_id: str | None) -> AsyncIterator[GetSession]:
+    async def session_for(self, server: ServerHandle, session_id: str | None) -> AsyncIterator[GetSession]:
         """Where to follow an upstream task made in HTTP session `session_id` (None: any session)."""
         if session_id is None:
             yield server.ready_session
