@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from ..daemon.config import state_dir
+from .autostart import ensure_daemon
 from .daemon_client import running_daemon
 from .operator_commands import Subcommands
 
@@ -74,7 +75,5 @@ def cmd_console(args: argparse.Namespace) -> int:
                 file=sys.stderr,
             )
             return 1
-        from .main import ensure_daemon
-
         ensure_daemon(args, folder)
     return run_console(folder, operator, args)

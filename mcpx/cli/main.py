@@ -7,17 +7,15 @@ import argparse
 import json
 import logging
 import os
-import subprocess
 import sys
-import time
 from pathlib import Path
-from typing import Any
 
 import anyio
 
 from .. import __version__
 from ..daemon import state_folder
-from ..daemon.config import CONFIG_SEARCH, Config, ConfigError, find_config, load_config, state_dir
+from ..daemon.config import Config, ConfigError, find_config, load_config, state_dir
+from .autostart import ensure_daemon
 from .console_command import add_console_parser
 from .daemon_client import EXIT_NOT_RUNNING, EXIT_OK, Api, CliError, running_daemon
 from .operator_commands import add_audit_parser, add_stop_parser, add_tasks_parser
@@ -90,48 +88,6 @@ def cmd_status(args: argparse.Namespace) -> int:
     else:
         print(status_text(status, str(folder)))
     return EXIT_OK
-
-
-def ensure_daemon(args: argparse.Namespace, folder: Path) -> dict[str, Any]:
-    """The running daemon's info, starting one in the background if none runs."""
-    info = running_daemon(folder)
-    if info is not None:
-        return info
-    if find_config(args.config) is None:
-        # A daemon started here would serve nothing and outlive its host: refuse instead.
-        again = "console --start" if args.command == "console" else args.command
-        raise SystemExit(
-            f"mcpx {args.command}: no daemon is running for {folder} and no config file was found"
-            f" (searched: {CONFIG_SEARCH}).\n  give one: mcpx {again} --config FILE   (or set MCPX_CONFIG)"
-        )
-    state_folder.prepare(folder)
-    cmd = [sys.executable, "-m", "mcpx", "daemon", "--state-dir", str(folder)]
-    if args.config:
-        cmd += ["--config", args.config]
-    log_path = folder / "daemon.log"
-    with open(log_path, "ab") as log_fh:
-        offset = log_fh.tell()
-        proc = subprocess.Popen(
-            cmd, stdin=subprocess.DEVNULL, stdout=log_fh, stderr=log_fh, start_new_session=True, env=os.environ.copy()
-        )
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline:
-        info = running_daemon(folder)
-        if info is not None:
-            return info
-        if proc.poll() is not None:
-            # It exited without serving (bad config, port taken): say why now, not after the deadline,
-            # so the host's log shows the reason. Losing a start race to another shim's daemon is
-            # fine: that one is about to write its info file, so keep waiting for it.
-            with open(log_path, "rb") as fh:
-                fh.seek(offset)
-                why = fh.read().decode(errors="replace").strip()
-            if "already running" not in why:
-                raise SystemExit(
-                    f"mcpx serve: the daemon exited with code {proc.returncode} before serving: {why or '(no output)'}\n(log: {log_path})"
-                )
-        time.sleep(0.05)
-    raise SystemExit(f"mcpx serve: the daemon did not start; see {log_path}")
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
