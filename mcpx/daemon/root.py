@@ -34,6 +34,7 @@ from ..host import remote_changes
 from ..host.auth import TokenTable
 from ..host.dispatch import Dispatcher
 from ..host.http.endpoint import McpEndpoint
+from ..host.http.hosts import HttpHosts
 from ..host.router import HostRouter
 from ..host.shim_endpoint import ShimEndpoint
 from ..host.subscriptions import Hub
@@ -156,12 +157,13 @@ class Daemon:
             burst=config.connections.requestBurst,
         )
         tokens = TokenTable((t.digest, t.principal) for t in (config.auth.tokens if config.auth else []))
+        self.http_hosts = HttpHosts(self.router, store, check_principal=tokens.enabled)
         self.endpoint = McpEndpoint(
             self.router,
             max_body=config.daemon.maxBodyBytes,
             allowed_origins=config.daemon.allowedOrigins,
             tokens=tokens,
-            store=store,
+            hosts=self.http_hosts,
             require_task_name=config.tasks.requireMcpName,
         )
         self.operations = Operations(engine=self.engine, broker=self.broker, registry=self.registry, bus=self.bus)
@@ -174,10 +176,10 @@ class Daemon:
         await self.dispatcher.eras.task_changed(task)
 
     def _session_in_use(self, record: ConnectionRecord) -> bool:
-        return self.endpoint.session_in_use(record)
+        return self.http_hosts.session_in_use(record)
 
     def _idle_closed(self, record: ConnectionRecord) -> None:
-        self.endpoint.forget_idle(record)
+        self.http_hosts.forget_idle(record)
 
     def _lease_ended(self, instance: str) -> None:
         self.engine.lease_ended(instance)
@@ -322,7 +324,7 @@ class Daemon:
                     ready(port)
                 await server.serve(sockets=[sock])
                 self.phase = "draining"
-                self.endpoint.close_all()
+                self.http_hosts.close_all()
                 await self.broker.close()
                 # Tasks stop before upstreams, so a cut call stays `working` in the store and the
                 # next daemon reports it as cut by the restart, not as an upstream failure.

@@ -41,7 +41,7 @@ class HostConnection:
     log_level: str | None = None
     shim_pid: int | None = None  # the `mcpx serve` process behind a stdio connection
     created: float = field(default_factory=time.time)
-    # Its id in the connection registry (connections.py): public, unlike a legacy session id.
+    # Its id in the connection registry (connections/registry.py): public, unlike a legacy session id.
     record_id: str = field(default_factory=new_connection_id)
     # Session-level outbound channel (stdio: the shim's websocket; legacy HTTP: the GET stream).
     send: Send | None = None

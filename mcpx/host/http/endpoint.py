@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import logging
 import math
-from collections import OrderedDict
 from typing import Any
 
 import anyio
@@ -16,7 +15,6 @@ from starlette.types import Receive, Scope
 from starlette.types import Send as AsgiSend
 
 from ...api.origin import origin_allowed
-from ...connections.record import ConnectionRecord
 from ...protocol import jsonrpc, modern
 from ...protocol.errors import (
     HEADER_MISMATCH,
@@ -27,18 +25,16 @@ from ...protocol.errors import (
     InvalidRequest,
     McpError,
 )
-from ...protocol.ids import opaque_id
 from ...protocol.revisions import LEGACY_LATEST, MODERN, Era, is_modern
-from ...store import Store, StoreError
 from ..auth import TokenTable
 from ..connection import HostConnection, RequestContext
 from ..router import Call, HostRouter, StreamItem, emit, notification_stream, notifier
+from .hosts import HttpHosts
 
 log = logging.getLogger("mcpx.host")
 
 SSE_HEADERS = [(b"content-type", b"text/event-stream"), (b"cache-control", b"no-cache"), (b"x-accel-buffering", b"no")]
 KEEPALIVE_S = 15.0
-MAX_MODERN_IDENTITIES = 1024
 # Methods whose reply may stream notifications first; the rest answer as one JSON body.
 _STREAMING = frozenset({"tools/call", "prompts/get", "resources/read", "subscriptions/listen", "tasks/result"})
 
@@ -51,18 +47,16 @@ class McpEndpoint:
         max_body: int,
         allowed_origins: list[str],
         tokens: TokenTable,
-        store: Store,
+        hosts: HttpHosts,
         require_task_name: bool = True,
     ) -> None:
         self.router = router
         self.require_task_name = require_task_name  # config tasks.requireMcpName
         self._relaxed_for: set[str] = set()  # clients told (in the log) that their tasks/* lacked Mcp-Name
-        self.store = store
         self.max_body = max_body
         self.allowed_origins = set(allowed_origins)
         self.tokens = tokens
-        self.sessions: dict[str, HostConnection] = {}
-        self._modern: OrderedDict[str, HostConnection] = OrderedDict()
+        self.hosts = hosts
 
     def _note_relaxed(self, conn: HostConnection, method: str) -> None:
         info = conn.client_info
@@ -143,14 +137,14 @@ class McpEndpoint:
         sid = headers.get("mcp-session-id")
         if msg.kind == "response":
             # A legacy host answering a request mcpx sent on one of its streams.
-            conn = await self._session(sid, principal) if sid is not None else None
+            conn = await self.hosts.session(sid, principal) if sid is not None else None
             if conn is None:
                 return await _json(send, 404 if sid is not None else 400, None)
             self.router.response(conn, msg)
             return await _json(send, 202, None)
         if msg.kind == "notification":
             if not is_modern(msg.params) and sid is not None:
-                conn = await self._session(sid, principal)
+                conn = await self.hosts.session(sid, principal)
                 if conn is None:
                     return await _json(send, 404, None)
                 await self.router.notification(conn, msg)
@@ -159,7 +153,7 @@ class McpEndpoint:
         if msg.method == "initialize" and not is_modern(msg.params):
             return await self._initialize(msg, peer, principal, send)
         if is_modern(msg.params):
-            conn = await self._modern_identity(principal, msg.params, peer)
+            conn = await self.hosts.stateless(principal, msg.params, peer)
             try:
                 modern.check_version_header(msg.params, headers)
                 ctx = self.router.modern_context(conn, msg.params, None)
@@ -188,7 +182,7 @@ class McpEndpoint:
                     )
                 frame = jsonrpc.error_from(msg.id, missing)
                 return await _json(send, 400, emit(_rev_hint(headers), msg.method, frame))
-            conn = await self._session(sid, principal)
+            conn = await self.hosts.session(sid, principal)
             if conn is None:
                 return await _json(
                     send,
@@ -222,21 +216,7 @@ class McpEndpoint:
         frame = self.router.initialize(conn, msg)
         if "error" in frame:
             return await _json(send, 200, frame)
-        conn.id = opaque_id(24)
-        try:
-            await self.store.put_session(
-                conn.id,
-                {
-                    "revision": conn.revision,
-                    "clientInfo": conn.client_info,
-                    "clientCaps": conn.client_caps,
-                    "principal": principal,
-                    "peer": peer,
-                    "recordId": conn.record_id,
-                },
-            )
-        except StoreError as exc:  # no durable session, no session id
-            log.error("could not store the session: %s", exc)
+        if not await self.hosts.start_session(conn):
             return await _json(
                 send,
                 200,
@@ -246,59 +226,7 @@ class McpEndpoint:
                     jsonrpc.error(msg.id, {"code": -32603, "message": "Internal error: could not store the session"}),
                 ),
             )
-        self.sessions[conn.id] = conn
-        try:
-            await self.router.open(conn, "session")
-        except StoreError as exc:
-            log.error("could not register the session: %s", exc)
         await _json(send, 200, frame, [(b"mcp-session-id", conn.id.encode())])
-
-    async def _modern_identity(self, principal: str | None, params: dict[str, Any], peer: str | None) -> HostConnection:
-        """Stateless hosts, grouped for the console: principal, else clientInfo + peer address."""
-        info = jsonrpc.as_object(jsonrpc.as_object(params.get("_meta")).get("io.modelcontextprotocol/clientInfo"))
-        host = (peer or "").rsplit(":", 1)[0]
-        key = f"principal:{principal}" if principal else f"{info.get('name', '?')}/{info.get('version', '?')}@{host}"
-        conn = self._modern.get(key)
-        if conn is not None:
-            self._modern.move_to_end(key)
-            await conn.registered.wait()  # a concurrent first request is still registering it
-            return conn
-        conn = HostConnection("http", peer=host, principal=principal, client_info=info)
-        known = self.router.registry.find_stateless(key)  # the same host, seen before a restart
-        if known is not None:
-            conn.record_id = known.id
-        self._modern[key] = conn
-        try:
-            await self.router.open(conn, "stateless", key)
-        finally:
-            conn.registered.set()
-        if len(self._modern) > MAX_MODERN_IDENTITIES:
-            _, old = self._modern.popitem(last=False)
-            await self.router.close(old, f"more than {MAX_MODERN_IDENTITIES} stateless hosts")
-        return conn
-
-    def _session_of(self, record: ConnectionRecord) -> HostConnection | None:
-        return next((c for c in self.sessions.values() if c.record_id == record.id), None)
-
-    def session_in_use(self, record: ConnectionRecord) -> bool:
-        """A quiet session with its GET stream open, or a question of mcpx's to answer, is in use."""
-        conn = self._session_of(record)
-        return conn is not None and (conn.send is not None or bool(conn.awaiting) or bool(conn.in_flight))
-
-    def forget_idle(self, record: ConnectionRecord) -> None:
-        """The registry closed a quiet host. A stateless host's next request starts a new record; a
-        session's is restored from the store (as after a restart) and its record opened again."""
-        if record.kind == "session":
-            conn = self._session_of(record)
-            if conn is not None:
-                del self.sessions[conn.id]
-                self.router.forget(conn)
-            return
-        if record.key is not None:
-            conn = self._modern.get(record.key)
-            if conn is not None and conn.record_id == record.id:
-                del self._modern[record.key]
-                self.router.forget(conn)
 
     async def _run(
         self, ctx: RequestContext, msg: jsonrpc.Message, headers: dict[str, str], receive: Receive, send: AsgiSend
@@ -332,7 +260,7 @@ class McpEndpoint:
         sid = headers.get("mcp-session-id")
         if sid is None or headers.get("mcp-protocol-version") == MODERN:
             return await _json(send, 405, None, [(b"allow", b"POST")])
-        conn = await self._session(sid, principal)
+        conn = await self.hosts.session(sid, principal)
         if conn is None:
             return await _json(send, 404, None)
         if "text/event-stream" not in headers.get("accept", ""):
@@ -356,7 +284,7 @@ class McpEndpoint:
             tg.start_soon(keepalive)
             async with rx:
                 async for item in rx:
-                    if item is None or sid not in self.sessions:
+                    if item is None or sid not in self.hosts.sessions:
                         break
                     await _sse(send, item)
             tg.cancel_scope.cancel()
@@ -367,47 +295,11 @@ class McpEndpoint:
         sid = headers.get("mcp-session-id")
         if sid is None:
             return await _json(send, 405, None, [(b"allow", b"POST")])
-        conn = await self._session(sid, principal)
+        conn = await self.hosts.session(sid, principal)
         if conn is None:
             return await _json(send, 404, None)
-        self.sessions.pop(sid, None)
-        await self.store.delete_session(sid)
-        await self.router.close(conn, "session deleted by the host")
+        await self.hosts.delete_session(conn)
         await _json(send, 200, None)
-
-    async def _session(self, sid: str, principal: str | None) -> HostConnection | None:
-        """A live session, or one a previous daemon stored; never another principal's."""
-        conn = self.sessions.get(sid)
-        if conn is None:
-            saved = await self.store.get_session(sid)
-            if saved is None:
-                return None
-            conn = HostConnection(
-                "http",
-                peer=saved.get("peer"),
-                principal=saved.get("principal"),
-                id=sid,
-                era="legacy",
-                revision=saved["revision"],
-                client_info=saved.get("clientInfo") or {},
-                client_caps=saved.get("clientCaps") or {},
-            )
-            if isinstance(saved.get("recordId"), str):
-                conn.record_id = saved["recordId"]
-            if sid in self.sessions:  # restored by a concurrent request meanwhile
-                conn = self.sessions[sid]
-            else:
-                self.sessions[sid] = conn
-                await self.router.open(conn, "session")
-        if self.tokens.enabled and conn.principal != principal:
-            return None
-        return conn
-
-    def close_all(self) -> None:
-        """At shutdown: sessions outlive the daemon (stored), so their records stay open."""
-        for conn in list(self.sessions.values()):
-            self.router.forget(conn)
-        self.sessions.clear()
 
 
 def _status_for(era: Era, frame: dict[str, Any]) -> int:
