@@ -56,11 +56,11 @@ from harness import (
     stdio_server,
     wait_until,
 )
+from peers.run_host import HostProcess, json_lines, run_host
 from peers.venvs import peer_python
 from wire_schema import check_wire_log
 
 PEERS = Path(__file__).resolve().parent / "peers"
-HOST = PEERS / "sdk2_host.py"
 SDK_UPSTREAM = PEERS / "sdk2_upstream.py"
 
 # The first run builds the SDK 2.3 peer venv (about a minute); each host run has its own timeout.
@@ -120,15 +120,6 @@ def _stop(proc: subprocess.Popen[Any]) -> None:
     except subprocess.TimeoutExpired:
         proc.kill()
         proc.wait(5)
-
-
-def _kill_group(proc: subprocess.Popen[Any]) -> None:
-    """A host started with start_new_session: kill it and whatever it spawned (its shim)."""
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-    proc.wait(5)
 
 
 def _start_sdk2_http(python: Path, tmp: Path) -> tuple[subprocess.Popen[bytes], str]:
@@ -199,37 +190,6 @@ def shim_target(state_dir: Path, *extra: str, env: dict[str, str] | None = None)
     """sdk2_host arguments that spawn `mcpx serve` (with the daemon's python) as the stdio server."""
     env_args = [arg for k, v in (env or {}).items() for arg in ("--env", f"{k}={v}")]
     return ["--stdio", *env_args, "--", sys.executable, "-m", "mcpx", "serve", "--state-dir", str(state_dir), *extra]
-
-
-def host_command(python: Path, mode: str, target: list[str], script: list[dict[str, Any]]) -> list[str]:
-    return [str(python), str(HOST), "--mode", mode, "--script", json.dumps(script), *target]
-
-
-def run_host(
-    python: Path, mode: str, target: list[str], script: list[dict[str, Any]], timeout: float = 60
-) -> list[dict[str, Any]]:
-    """Run one host to completion; its stdout lines (connect + one per step) as dicts."""
-    proc = subprocess.Popen(
-        host_command(python, mode, target, script),
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-    )
-    try:
-        out, err = proc.communicate(timeout=timeout * UNIT)
-    except subprocess.TimeoutExpired:
-        _kill_group(proc)
-        out, err = proc.communicate()
-        raise AssertionError(f"host did not finish within {timeout * UNIT} s\nstdout:\n{out}\nstderr:\n{err}") from None
-    finally:
-        if proc.poll() is None:
-            _kill_group(proc)
-    assert proc.returncode == 0, f"host exited {proc.returncode}\nstdout:\n{out}\nstderr:\n{err}"
-    lines = [json.loads(line) for line in out.splitlines() if line.strip()]
-    assert len(lines) == 1 + len(script), f"expected {1 + len(script)} lines\nstdout:\n{out}\nstderr:\n{err}"
-    return lines
 
 
 def text_of(result: dict[str, Any]) -> str:
@@ -316,7 +276,7 @@ def test_tools_through_mcpx(gateway: Gateway, sdk2_python: Path, era: str, host_
         {"op": "call", "name": "up__slow", "args": {"seconds": 0.3, "steps": 3}, "progress": True, "timeout": 20},
         {"op": "call", "name": "up__fail", "args": {}},
     ]
-    connect, tools, echo, slow, fail = run_host(sdk2_python, ERAS[era], target, script)
+    connect, tools, echo, slow, fail = run_host(sdk2_python, "sdk2_host.py", ["--mode", ERAS[era], *target], script)
 
     assert_connected(connect, era)
 
@@ -368,8 +328,8 @@ def test_shim_starts_the_daemon_when_none_runs(sdk2_python: Path, tmp_path: Path
         target = shim_target(state, "--config", str(config), env={"MCPX_WIRE_LOG": str(wire)})
         connect, tools, echo = run_host(
             sdk2_python,
-            "legacy",
-            target,
+            "sdk2_host.py",
+            ["--mode", "legacy", *target],
             [{"op": "list_tools"}, {"op": "call", "name": "up__echo", "args": {"text": "started"}}],
         )
         info = json.loads((state / "daemon.json").read_text())
@@ -425,15 +385,7 @@ def test_killing_the_shim_mid_call_leaves_the_daemon_and_the_call_running(
     script = [
         {"op": "call", "name": "up__slow", "args": {"seconds": seconds, "steps": 4}, "progress": True, "timeout": 30}
     ]
-    host = subprocess.Popen(
-        host_command(sdk2_python, "legacy", shim_target(d.state_dir), script),
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-    )
-    try:
+    with HostProcess(sdk2_python, "sdk2_host.py", ["--mode", "legacy", *shim_target(d.state_dir)], script) as host:
 
         def slow_call() -> Any:
             return next(
@@ -446,16 +398,13 @@ def test_killing_the_shim_mid_call_leaves_the_daemon_and_the_call_running(
             )
 
         upstream_id = wait_until(slow_call, 20, "the slow call to reach the upstream")
-        (shim,) = [pid for pid in _children(host.pid) if "serve" in _cmdline(pid)]
+        (shim,) = [pid for pid in _children(host.proc.pid) if "serve" in _cmdline(pid)]
         with Api(d) as api:
             live = api.get("/v1/connections", params={"closed": False}).json()["connections"]
         assert [(c["transport"], c["kind"]) for c in live] == [("stdio", "shim")]
         os.kill(shim, signal.SIGKILL)
-        out, err = host.communicate(timeout=30 * UNIT)
-    finally:
-        if host.poll() is None:
-            _kill_group(host)
-    lines = [json.loads(line) for line in out.splitlines() if line.strip()]
+        out, err = host.output(30)
+    lines = json_lines(out)
     assert lines[0]["op"] == "connect" and lines[0]["ok"], (out, err)
     assert lines[1]["op"] == "call" and not lines[1]["ok"], (out, err)  # the host lost its server
 
@@ -494,15 +443,7 @@ def test_shim_exits_when_the_daemon_stops_under_a_waiting_host(
     upstream_log = tmp_path / "fixture.log.jsonl"
     # The host waits up to 60 s for the reply and keeps its stdin open all that time.
     script = [{"op": "call", "name": "up__slow", "args": {"seconds": 30, "steps": 30}, "timeout": 60}]
-    host = subprocess.Popen(
-        host_command(sdk2_python, "legacy", shim_target(d.state_dir), script),
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-    )
-    try:
+    with HostProcess(sdk2_python, "sdk2_host.py", ["--mode", "legacy", *shim_target(d.state_dir)], script) as host:
         wait_until(
             lambda: any(
                 e["event"] == "recv" and (e["msg"].get("params") or {}).get("name") == "slow"
@@ -514,17 +455,11 @@ def test_shim_exits_when_the_daemon_stops_under_a_waiting_host(
         assert d.stop() == 0, d.stderr()
         stopped = time.monotonic()
         # The shim must notice and exit, so that its host sees the server go, well before its timeout.
-        try:
-            out, err = host.communicate(timeout=30 * UNIT)
-        except subprocess.TimeoutExpired:
-            raise AssertionError(
-                "the host was still waiting 30 s after the daemon had stopped: the shim did not exit"
-            ) from None
+        out, err = host.output(
+            30, overdue="the host was still waiting after the daemon had stopped: the shim did not exit"
+        )
         waited = time.monotonic() - stopped
-    finally:
-        if host.poll() is None:
-            _kill_group(host)
-    lines = [json.loads(line) for line in out.splitlines() if line.strip()]
+    lines = json_lines(out)
     assert lines[0]["op"] == "connect" and lines[0]["ok"], (out, err)
     assert lines[1]["op"] == "call" and not lines[1]["ok"], (out, err)
     assert "mcpx serve: the daemon closed the connection" in err, err

@@ -19,18 +19,14 @@ switch for exactly that quirk (`tasks.requireMcpName: false`) and the shipped cl
 
 from __future__ import annotations
 
-import json
-import os
-import signal
-import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
-from harness import MODERN, UNIT, read_jsonl, stdio_server, wait_until
+from harness import MODERN, read_jsonl, stdio_server, wait_until
+from peers.run_host import run_host
 from peers.venvs import peer_python
 
-HOST = Path(__file__).resolve().parent / "peers" / "fastmcp_host.py"
 EXT = "io.modelcontextprotocol/tasks"
 CAPS = "io.modelcontextprotocol/clientCapabilities"
 
@@ -49,37 +45,15 @@ def daemon(start_daemon: Any, tmp_path: Path) -> Any:
     return start_daemon({"mcpServers": {"fx": stdio_server(tmp_path)}, "tasks": {"taskAfterMs": 200}})
 
 
-def run_host(
+def run_fastmcp(
     py: Path, url: str, script: list[dict[str, Any]], *extra: str, timeout: float = 90
 ) -> list[dict[str, Any]]:
     """Run the FastMCP host once; one JSON line per step after the connect line."""
-    cmd = [str(py), str(HOST), "--url", url, "--script", json.dumps(script), *extra]
-    proc = subprocess.Popen(
-        cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True
-    )
-    try:
-        out, err = proc.communicate(timeout=timeout * UNIT)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        out, err = proc.communicate()
-        raise AssertionError(
-            f"fastmcp_host timed out after {timeout} s\nstdout:\n{out.decode()}\nstderr:\n{err.decode()[-4000:]}"
-        ) from None
-    finally:
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        proc.wait()
-    lines = [json.loads(line) for line in out.decode().splitlines() if line.strip()]
-    diag = f"exit {proc.returncode}\nstdout:\n{out.decode()}\nstderr:\n{err.decode()[-4000:]}"
-    assert proc.returncode == 0, diag
-    assert lines and lines[0]["op"] == "connect" and lines[0]["ok"], diag
-    assert len(lines) == len(script) + 1, diag
+    lines = run_host(py, "fastmcp_host.py", ["--url", url, *extra], script, timeout=timeout)
     connect = lines[0]
-    assert connect["protocolVersion"] == MODERN, diag
-    assert connect["capabilities"]["extensions"] == {EXT: {}}, diag  # advertised; no legacy `tasks` capability
-    assert "tasks" not in connect["capabilities"], diag
+    assert connect["protocolVersion"] == MODERN, connect
+    assert connect["capabilities"]["extensions"] == {EXT: {}}, connect  # advertised; no legacy `tasks` capability
+    assert "tasks" not in connect["capabilities"], connect
     return lines[1:]
 
 
@@ -113,7 +87,7 @@ def test_fastmcp_tasks_client_inline_task_and_cancel(daemon: Any, fastmcp_python
             "timeout": 10,
         },
     ]
-    tools, echo, waited, auto, cancelled = run_host(fastmcp_python, daemon.url, script, "--log-http", str(http_log))
+    tools, echo, waited, auto, cancelled = run_fastmcp(fastmcp_python, daemon.url, script, "--log-http", str(http_log))
     assert tools["ok"] and {"fx__echo", "fx__slow"} <= set(tools["tools"]), tools
 
     # A call that finishes within taskAfterMs is answered inline, even to a declaring client.
@@ -191,7 +165,7 @@ def test_stock_fastmcp_tasks_client_omits_mcp_name_and_is_refused(
         },
         {"op": "call_auto", "name": "fx__slow", "args": {"seconds": 0.6, "steps": 1}, "timeout": 20},
     ]
-    waited, auto = run_host(fastmcp_python, daemon.url, script, "--stock", "--log-http", str(http_log))
+    waited, auto = run_fastmcp(fastmcp_python, daemon.url, script, "--stock", "--log-http", str(http_log))
     assert waited["kind"] == "task" and not waited["ok"] and waited["error"]["code"] == -32020, waited
     assert "Mcp-Name" in waited["error"]["message"] and "tasks.requireMcpName" in waited["error"]["message"]
     assert not auto["ok"] and auto["error"]["code"] == -32020, auto
@@ -213,7 +187,7 @@ def test_stock_fastmcp_tasks_client_works_when_the_mcp_name_rule_is_relaxed(
         {"op": "call_task_then_cancel", "name": "fx__slow", "args": {"seconds": 30, "steps": 30}, "after": 0.5,
          "poll": 0.1, "timeout": 10},
     ]  # fmt: skip
-    waited, auto, cancelled = run_host(fastmcp_python, d.url, script, "--stock", "--log-http", str(http_log))
+    waited, auto, cancelled = run_fastmcp(fastmcp_python, d.url, script, "--stock", "--log-http", str(http_log))
     assert waited["ok"] and waited["statuses"][-1] == "completed", waited
     assert text_of(waited["final"]["result"]) == "slept 1"
     assert auto["ok"] and text_of(auto["result"]) == "slept 0.6", auto

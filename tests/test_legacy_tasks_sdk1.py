@@ -23,10 +23,7 @@ daemon.
 from __future__ import annotations
 
 import json
-import os
 import secrets
-import signal
-import subprocess
 import sys
 import threading
 import time
@@ -49,9 +46,9 @@ from harness import (
     stdio_server,
     wait_until,
 )
+from peers.run_host import run_host
 from peers.venvs import peer_python
 
-HOST = Path(__file__).resolve().parent / "peers" / "sdk1_host.py"
 RELATED = "io.modelcontextprotocol/related-task"
 
 # The first run builds the SDK 1.30 peer venv (about 40 s); each host run has its own timeout.
@@ -102,37 +99,6 @@ def gateway(tmp_path_factory: pytest.TempPathFactory, suite_store: SuiteStore) -
         finally:  # a daemon that fails to stop must not leave the upstream to the next test
             http.stop()
     daemon.check_wire()
-
-
-def run_sdk1(py: Path, target: list[str], script: list[dict[str, Any]], timeout: float = 60.0) -> list[dict[str, Any]]:
-    """Run sdk1_host.py; return its lines (line 0 = connect, line N = step N). Kills its whole group."""
-    if "--" in target:  # --script goes before the spawned command
-        i = target.index("--")
-        cmd = [str(py), str(HOST), *target[:i], "--script", json.dumps(script), *target[i:]]
-    else:
-        cmd = [str(py), str(HOST), *target, "--script", json.dumps(script)]
-    proc = subprocess.Popen(
-        cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True
-    )
-    try:
-        out, err = proc.communicate(timeout=timeout * UNIT)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        out, err = proc.communicate()
-        raise AssertionError(
-            f"sdk1_host timed out after {timeout} s\nstdout:\n{out.decode()}\nstderr:\n{err.decode()[-4000:]}"
-        ) from None
-    finally:
-        try:  # the host and anything it spawned (the `mcpx serve` shim)
-            os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        proc.wait()
-    lines = [json.loads(line) for line in out.decode().splitlines() if line.strip()]
-    diag = f"exit {proc.returncode}\nstdout:\n{out.decode()}\nstderr:\n{err.decode()[-4000:]}"
-    assert lines and lines[0]["op"] == "connect" and lines[0]["ok"], diag
-    assert len(lines) == len(script) + 1, diag
-    return lines
 
 
 # ==== SDK 1.30 host, end to end ==================================================================
@@ -303,14 +269,15 @@ def test_sdk1_host_runs_tasks_through_mcpx(sdk1_python: Path, gateway: Gateway, 
         target = ["--stdio", "--", sys.executable, "-m", "mcpx", "serve", "--state-dir", str(gateway.daemon.state_dir)]
     log = gateway.logs[up]
     skip = len(read_jsonl(log))  # the log is shared by the cells: look at this run's events only
-    lines = run_sdk1(sdk1_python, target, sdk1_script(up))
+    lines = run_host(sdk1_python, "sdk1_host.py", target, sdk1_script(up))
     _check_sdk1_script(up, lines, lambda: read_jsonl(log)[skip:])
 
 
 def test_sdk1_host_meets_required_and_forbidden_tools(sdk1_python: Path, gateway: Gateway) -> None:
     skip = len(read_jsonl(gateway.logs["ov"]))
-    lines = run_sdk1(
+    lines = run_host(
         sdk1_python,
+        "sdk1_host.py",
         ["--url", gateway.url],
         [
             {"op": "list_tools"},  # 1

@@ -23,10 +23,10 @@ if str(_TESTS) not in sys.path:  # also under --import-mode=importlib
     sys.path.insert(0, str(_TESTS))
 
 from harness import wait_until  # noqa: E402 - importable only once the sys.path line above has run
+from peers.run_host import HostProcess, json_lines, run_host  # noqa: E402 - as above
 from peers.venvs import peer_python  # noqa: E402 - as above
 
 PEERS = _TESTS / "peers"
-HOST = PEERS / "sdk2_host.py"
 UPSTREAM = PEERS / "sdk2_upstream.py"
 
 MODES = ["legacy", "auto", "2026-07-28"]
@@ -96,15 +96,6 @@ def http_upstream(sdk2_python: Path, tmp_path_factory: pytest.TempPathFactory) -
         _stop(proc)
 
 
-def _run_host(python: Path, target: list[str], mode: str, script: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    cmd = [str(python), str(HOST), "--mode", mode, "--script", json.dumps(script), *target]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
-    assert proc.returncode == 0, f"host exited {proc.returncode}\nstdout:\n{proc.stdout}\nstderr:\n{proc.stderr}"
-    lines = [json.loads(line) for line in proc.stdout.splitlines() if line.strip()]
-    assert len(lines) == 1 + len(script), f"stdout:\n{proc.stdout}\nstderr:\n{proc.stderr}"
-    return lines
-
-
 def _events(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()] if path.exists() else []
 
@@ -156,7 +147,7 @@ def _check(lines: list[dict[str, Any]], mode: str) -> None:
 def test_sdk2_host_to_sdk2_upstream_stdio(sdk2_python: Path, mode: str, tmp_path: Path) -> None:
     events = tmp_path / "events.jsonl"
     target = ["--stdio", "--", str(sdk2_python), str(UPSTREAM), "stdio", "--events", str(events)]
-    lines = _run_host(sdk2_python, target, mode, SCRIPT)
+    lines = run_host(sdk2_python, "sdk2_host.py", ["--mode", mode, *target], SCRIPT)
     _check(lines, mode)
     # The cancellation really reached the upstream: its slow handler was interrupted.
     names = [e["event"] for e in _events(events)]
@@ -168,7 +159,7 @@ def test_sdk2_host_to_sdk2_upstream_stdio(sdk2_python: Path, mode: str, tmp_path
 def test_sdk2_host_to_sdk2_upstream_http(sdk2_python: Path, http_upstream: tuple[str, Path], mode: str) -> None:
     url, events = http_upstream
     before = sum(e["event"] == "slow_cancelled" for e in _events(events))
-    lines = _run_host(sdk2_python, ["--url", url], mode, SCRIPT)
+    lines = run_host(sdk2_python, "sdk2_host.py", ["--mode", mode, "--url", url], SCRIPT)
     _check(lines, mode)
     # Legacy: a notifications/cancelled POST; 2026-07-28: the request's POST is aborted.
     _wait_event(events, "slow_cancelled", before + 1)
@@ -177,8 +168,8 @@ def test_sdk2_host_to_sdk2_upstream_http(sdk2_python: Path, http_upstream: tuple
 @pytest.mark.timeout(600)
 def test_sdk2_host_reports_connect_failure(sdk2_python: Path) -> None:
     port = _free_port()  # nothing listens there
-    cmd = [str(sdk2_python), str(HOST), "--url", f"http://127.0.0.1:{port}/mcp", "--mode", "legacy", "--script", "[]"]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
-    assert proc.returncode == 2, proc
-    line = json.loads(proc.stdout.splitlines()[0])
+    host = HostProcess(sdk2_python, "sdk2_host.py", ["--url", f"http://127.0.0.1:{port}/mcp", "--mode", "legacy"], [])
+    out, err = host.output()
+    assert host.proc.returncode == 2, host.report(out, err)
+    [line] = json_lines(out)
     assert line["op"] == "connect" and line["ok"] is False, line

@@ -39,8 +39,6 @@ dominates); the module takes about a minute.
 from __future__ import annotations
 
 import json
-import os
-import signal
 import subprocess
 import threading
 import time
@@ -51,6 +49,7 @@ from typing import Any
 
 import pytest
 from harness import MODERN, UNIT, Api, Daemon, SuiteStore, read_jsonl, wait_until
+from peers.run_host import HostProcess
 from peers.venvs import peer_python
 
 PEERS = Path(__file__).resolve().parent / "peers"
@@ -97,57 +96,6 @@ def _echoed(answer: dict[str, Any]) -> dict[str, Any]:
 
 
 # ---- processes -------------------------------------------------------------------------------
-def _kill_group(proc: subprocess.Popen[Any]) -> None:
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-    proc.wait(5)
-
-
-@dataclass
-class HostRun:
-    """One host process, started now; `lines()` waits for it (killing it on timeout)."""
-
-    cmd: list[str]
-    steps: int
-    timeout: float
-    proc: subprocess.Popen[str] = field(init=False)
-    started: float = field(init=False)
-    elapsed: float = field(init=False, default=0.0)
-
-    def __post_init__(self) -> None:
-        self.started = time.monotonic()
-        self.proc = subprocess.Popen(
-            self.cmd,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            start_new_session=True,
-        )
-
-    def lines(self) -> list[dict[str, Any]]:
-        try:
-            out, err = self.proc.communicate(timeout=self.timeout * UNIT)
-        except subprocess.TimeoutExpired:
-            _kill_group(self.proc)
-            out, err = self.proc.communicate()
-            raise AssertionError(
-                f"host did not finish within {self.timeout * UNIT} s\nstdout:\n{out}\nstderr:\n{err[-3000:]}"
-            ) from None
-        finally:
-            if self.proc.poll() is None:
-                _kill_group(self.proc)
-        self.elapsed = time.monotonic() - self.started
-        assert self.proc.returncode == 0, f"host exited {self.proc.returncode}\nstdout:\n{out}\nstderr:\n{err[-3000:]}"
-        lines = [json.loads(line) for line in out.splitlines() if line.strip()]
-        assert len(lines) == 1 + self.steps and lines[0]["ok"], (
-            f"expected {1 + self.steps} lines\nstdout:\n{out}\nstderr:\n{err[-3000:]}"
-        )
-        return lines[1:]
-
-
 @dataclass
 class Gateway:
     daemon: Daemon
@@ -166,16 +114,15 @@ class Gateway:
     def api(self) -> Api:
         return Api(self.daemon)
 
-    def host(self, kind: str, steps: list[dict[str, Any]], *extra: str, timeout: float = 90) -> HostRun:
-        url = self.daemon.url
+    def host(self, kind: str, steps: list[dict[str, Any]], *extra: str, timeout: float = 90) -> HostProcess:
+        """A host of that kind, started now on `steps`; `.step_lines()` waits for its lines."""
+        args = ["--url", self.daemon.url, *extra]
         if kind == "sdk1":
-            cmd = [str(self.py["mcp-1.30"]), str(PEERS / "q_sdk1_host.py"), "--url", url]
-        elif kind in ("sdk2-legacy", "sdk2-2026"):
+            return HostProcess(self.py["mcp-1.30"], "q_sdk1_host.py", args, steps, timeout=timeout)
+        if kind in ("sdk2-legacy", "sdk2-2026"):
             mode = "legacy" if kind == "sdk2-legacy" else MODERN
-            cmd = [str(self.py["mcp-2.3"]), str(PEERS / "q_sdk2_host.py"), "--url", url, "--mode", mode]
-        else:
-            cmd = [str(self.py["fastmcp-tasks"]), str(PEERS / "q_fastmcp_host.py"), "--url", url]
-        return HostRun([*cmd, "--script", json.dumps(steps), *extra], len(steps), timeout)
+            return HostProcess(self.py["mcp-2.3"], "q_sdk2_host.py", [*args, "--mode", mode], steps, timeout=timeout)
+        return HostProcess(self.py["fastmcp-tasks"], "q_fastmcp_host.py", args, steps, timeout=timeout)
 
     def history(self) -> list[dict[str, Any]]:
         with self.api() as api:
@@ -358,7 +305,7 @@ def _batch(gw: Gateway, host: str) -> dict[str, dict[str, Any]]:
     if host not in gw.batches:
         cells = _cell_steps(host)
         run = gw.host(host, [s for _, s in cells])
-        lines = run.lines()
+        lines = run.step_lines()
         gw.timings[f"host {host} ({len(cells)} calls)"] = run.elapsed
         gw.batches[host] = {"|".join(key): line for (key, _), line in zip(cells, lines, strict=True)}
     return gw.batches[host]
@@ -389,7 +336,7 @@ def test_upstream_gets_exactly_the_hosts_answer(gw: Gateway, up: str, host: str)
             ],
             timeout=60,
         )
-        [line] = run.lines()
+        [line] = run.step_lines()
         assert asked_messages(line) == [message], line
         assert_upstream_got_exactly(gw, up, line, message, _answer(host, up, n))
         return
@@ -424,7 +371,7 @@ def test_question_inside_a_2026_task_is_answered_by_tasks_update(gw: Gateway) ->
             for up, m, a in cells
         ],
     )
-    lines = run.lines()
+    lines = run.step_lines()
     gw.timings["2026 tasks (fastmcp host, 4 calls)"] = run.elapsed
     for (up, message, answer), line in zip(cells, lines, strict=True):
         assert line.get("kind") == "task" and line["mrtrRounds"] == 0, (up, line)
@@ -447,7 +394,7 @@ def test_question_inside_a_2025_task_arrives_on_the_tasks_result_stream(gw: Gate
             for up, m, a in cells
         ],
     )
-    lines = run.lines()
+    lines = run.step_lines()
     gw.timings["2025 tasks (sdk1 host, 4 calls)"] = run.elapsed
     for (up, message, answer), line in zip(cells, lines, strict=True):
         [asked] = line["asked"]
@@ -468,7 +415,7 @@ def test_operator_answers_for_a_2025_host_without_elicitation(gw: Gateway) -> No
             [{"op": "call", "name": f"{up}__ask", "args": {"message": m}, "timeout": 30} for up, m, _ in cells],
             "--no-elicitation",
         )
-        lines = run.lines()
+        lines = run.step_lines()
     finally:
         operator.join()
     gw.timings["operator (sdk1 host, 4 calls)"] = run.elapsed
@@ -515,7 +462,7 @@ def test_operator_answers_a_question_inside_a_2026_task(gw: Gateway, ups: tuple[
             for up, m, _ in cells
         ]
         run = gw.host("fastmcp", steps, "--no-elicitation")
-        lines = run.lines()
+        lines = run.step_lines()
     finally:
         operator.join()
     gw.timings[f"operator in 2026 tasks ({'+'.join(ups)})"] = run.elapsed
@@ -538,7 +485,7 @@ def test_2026_host_without_elicitation_gets_missing_capability_from_a_2025_upstr
         "--no-elicitation",
         timeout=60,
     )
-    [line] = run.lines()
+    [line] = run.step_lines()
     assert not line["ok"] and line["error"]["code"] == -32021, line
     assert "elicitation" in line["error"]["data"]["requiredCapabilities"], line
     assert line["asked"] == [] and gw.events(up, "answered", message) == []
@@ -553,7 +500,7 @@ def test_2026_host_without_elicitation_gets_missing_capability_from_a_2026_upstr
         [{"op": "call", "name": "q2__ask", "args": {"message": message}, "timeout": 20}],
         "--no-elicitation",
     )
-    [line] = run.lines()
+    [line] = run.step_lines()
     assert not line["ok"] and line["error"]["code"] == -32021, line
     assert "elicitation" in line["error"]["data"]["requiredCapabilities"], line
     assert line["asked"] == [] and gw.events("q2", "answered", message) == []
@@ -583,7 +530,7 @@ def test_host_answers_are_recorded_in_the_question_history(gw: Gateway) -> None:
             "answer": _answer("audit", "q1", 3),
         },
     ]
-    lines = gw.host("sdk1", steps).lines()
+    lines = gw.host("sdk1", steps).step_lines()
     assert all(line["ok"] for line in lines), lines
     messages = [s["args"]["message"] for s in steps]
 
