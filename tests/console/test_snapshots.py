@@ -6,14 +6,33 @@ from __future__ import annotations
 
 from typing import Any
 
+from pilot_wait import until
 from snapshot_app import make_app
 from textual.pilot import Pilot
+
+from console.app import ConsoleApp
 
 SIZE = (180, 48)
 
 
+def _app(pilot: Pilot[None]) -> ConsoleApp:
+    app = pilot.app
+    assert isinstance(app, ConsoleApp)
+    return app
+
+
+def _settled(app: ConsoleApp) -> bool:
+    """The feed's snapshot folded in and painted by a flush (they run every 0.1 s), and the
+    selected task's detail fetched (none selected: nothing to fetch)."""
+    if app.state.seq is None or app.flushes == 0:
+        return False
+    selected = app.table.selected()
+    return selected is None or (app.detail.shown_task or {}).get("id") == selected
+
+
 async def settle(pilot: Pilot[None]) -> None:
-    await pilot.pause(0.4)  # the feed's snapshot folded in and flushed (every 0.1 s), the detail fetched
+    app = _app(pilot)
+    await until(pilot, lambda: _settled(app), "the snapshot flushed and the selected task's detail shown")
     await pilot.pause()
 
 
@@ -53,13 +72,17 @@ def test_after_a_cancel(snap_compare: Any) -> None:
         await pilot.press("c")
         await pilot.pause()
         await pilot.press("y")
-        await pilot.pause(0.3)
+        app = _app(pilot)
+        await until(pilot, lambda: app.screen.query("Toast"), "the toast saying the cancel was sent")
+        await pilot.pause()
 
     assert snap_compare(make_app("cancelled"), terminal_size=SIZE, run_before=cancel_first)
 
 
 def test_reconnecting_after_the_feed_dropped(snap_compare: Any) -> None:
     async def dropped(pilot: Pilot[None]) -> None:
-        await pilot.pause(0.3)
+        app = _app(pilot)
+        await until(pilot, lambda: app.link == "reconnecting", "the drop noticed")
+        await pilot.pause()
 
     assert snap_compare(make_app("reconnecting"), terminal_size=SIZE, run_before=dropped)
