@@ -7,7 +7,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -58,21 +57,28 @@ def test_a_quiet_session_closes_when_idle_unless_its_stream_is_open_and_comes_ba
     request, an open GET stream or a call in flight it is closed and dropped from memory; it stays
     stored, so its host's next request opens the same record again."""
     d = start_daemon({"mcpServers": {"fx": stdio_server(tmp_path)}, "connections": {"idleCloseS": 0.5}})
-    with RawHost(d.url) as quiet, RawHost(d.url) as streaming, Api(d) as api:
+    with RawHost(d.url) as quiet, RawHost(d.url) as streaming, RawHost(d.url) as witness, Api(d) as api:
         quiet.initialize()
+        [quiet_id] = _connections(api)
         streaming.initialize()
+        [streaming_id] = set(_connections(api)) - {quiet_id}
         stream = SseStream("GET", d.url, {"Accept": "text/event-stream", **streaming._legacy_headers()})
         try:
-            ids = {c["id"] for c in _connections(api).values()}
-            wait_until(lambda: any(c["closedMs"] for c in _connections(api).values()), 10, "idle close")
-            time.sleep(1.0)  # two more idle periods: the streaming session must still be open
+            # A witness: a session last seen after the stream opened, so after anything the streaming
+            # session sent. The idle sweep that closes it finds the streaming session quiet for longer
+            # than idleCloseS too: from then on only its open stream can be keeping it open.
+            witness.initialize()
+            [witness_id] = set(_connections(api)) - {quiet_id, streaming_id}
+            ids = {quiet_id, streaming_id, witness_id}
+            wait_until(lambda: _connections(api)[witness_id]["closedMs"], 10, "the witness's idle close")
             conns = _connections(api)
-            closed = [c for c in conns.values() if c["closedMs"]]
-            assert len(closed) == 1 and closed[0]["closeReason"] == "idle for 0.5 s", conns
-            assert set(conns) == ids and sum(1 for c in conns.values() if c["closedMs"] is None) == 1
+            assert set(conns) == ids, conns
+            assert conns[streaming_id]["closedMs"] is None, conns  # open: its stream is
+            for closed in (conns[quiet_id], conns[witness_id]):
+                assert closed["closedMs"] and closed["closeReason"] == "idle for 0.5 s", conns
             reply = quiet.legacy("tools/call", {"name": "fx__echo", "arguments": {"text": "back"}}).json()
             assert reply["result"]["content"][0]["text"] == "back"
-            again = _connections(api)[closed[0]["id"]]
+            again = _connections(api)[quiet_id]
             assert again["closedMs"] is None and set(_connections(api)) == ids  # the same record, open again
         finally:
             stream.close()
