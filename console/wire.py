@@ -2,13 +2,17 @@
 it uses, as the daemon's models (mcpx/api/models.py) send them. The feed's hosts, tasks and
 questions become console/state.py's dataclasses (Host, TaskRow, Question) as they are folded in.
 
+TypedDicts, not the daemon's pydantic models: the console types raw JSON (thousands of feed events
+a second) and validates none of it. tests/unit/test_shapes.py holds every field here to the
+daemon's JSON Schema for it (name, presence, type), so the two cannot drift apart.
+
 `Json` marks what an upstream or host chose (a tool's arguments, an event's data, a frame): any
 JSON value, checked where it is read.
 """
 
 from __future__ import annotations
 
-from typing import Any, Literal, NotRequired, TypeAlias, TypedDict
+from typing import Any, Literal, NotRequired, TypeAlias, TypedDict, get_args, get_type_hints
 
 Json: TypeAlias = Any  # a JSON value an upstream or host chose: any shape
 JsonObject: TypeAlias = dict[str, Json]
@@ -109,4 +113,5 @@ class GapMessage(TypedDict):
 
 
 FeedMessage: TypeAlias = SnapshotMessage | EventMessage | ResetMessage | HeartbeatMessage | GapMessage
-FEED_TYPES = frozenset({"snapshot", "event", "reset", "heartbeat", "gap"})
+# The `type` of each message above.
+FEED_TYPES: frozenset[str] = frozenset(get_args(get_type_hints(m)["type"])[0] for m in get_args(FeedMessage))

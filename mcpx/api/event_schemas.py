@@ -1,5 +1,8 @@
 """The `data` of each event kind, as pydantic models: their JSON Schemas are what docs/api.md lists
-(generated: `python -m mcpx.api.event_schemas`) and what the tests check every event against."""
+(generated: `python -m mcpx.api.event_schemas`) and what the tests check every event against.
+
+Data that /v1 also serves (a connection's record, a question) is /v1's model (mcpx/api/models.py),
+taken as it is; so is the envelope (/v1's EventOut)."""
 
 from __future__ import annotations
 
@@ -10,31 +13,16 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..events.bus import EVENT_KINDS, EventKind
-
-Json = dict[str, Any]
-TaskStatus = Literal["working", "input_required", "completed", "failed", "cancelled"]
+from ..events.kinds import EVENT_KINDS, EventKind
+from .models import ConnectionRecord, EventOut, Json, Question, TaskStatus
 
 
 class _Data(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
-class ConnectionOpened(_Data):
+class ConnectionOpened(ConnectionRecord, _Data):
     """A host connection started: its registry record."""
-
-    id: str
-    kind: Literal["session", "shim", "stateless"]
-    transport: Literal["http", "stdio"]
-    revision: str | None
-    clientInfo: Json
-    principal: str | None
-    peer: str | None
-    shimPid: int | None
-    openedMs: int
-    lastSeenMs: int
-    closedMs: int | None
-    closeReason: str | None
 
 
 class ConnectionUpdated(ConnectionOpened):
@@ -89,26 +77,8 @@ class TaskExpired(_Data):
     """Its TTL passed: the row (and its other events) are gone."""
 
 
-class QuestionOpened(_Data):
+class QuestionOpened(Question, _Data):
     """An upstream asked something; the question as GET /v1/questions/{id} shows it."""
-
-    id: str
-    kind: str
-    method: str
-    upstream: str
-    params: Json
-    status: Literal["open", "answered", "expired"]
-    createdMs: int
-    expiresMs: int
-    taskId: str | None
-    connectionId: str | None
-    inputKey: str | None
-    hostCanAnswer: bool
-    answeredBy: str | None
-    answer: Json | None
-    error: Json | None
-    closedMs: int | None
-    reason: str | None
 
 
 class QuestionAnswered(_Data):
@@ -143,23 +113,16 @@ assert set(DATA) == set(EVENT_KINDS)
 
 
 def envelope_schema() -> dict[str, Any]:
-    """The feed's `event` message (and a /v1/events entry, without `type`)."""
-    return {
-        "type": "object",
-        "required": ["seq", "ts", "kind", "data"],
-        "properties": {
-            "type": {"const": "event"},
-            "seq": {"type": "integer", "minimum": 1},
-            "ts": {"type": "integer"},
-            "kind": {"enum": list(EVENT_KINDS)},
-            "taskId": {"type": "string"},
-            "connectionId": {"type": "string"},
-            "questionId": {"type": "string"},
-            "by": {"type": "string"},
-            "data": {"type": "object"},
-        },
-        "additionalProperties": False,
-    }
+    """The feed's `event` message (and a /v1/events entry, without `type`): /v1's EventOut, whose
+    absent fields are left out rather than null, with its kinds and first sequence number spelt out."""
+    event = EventOut.model_json_schema()
+    properties: Json = {"type": {"const": "event"}}
+    for name, prop in event["properties"].items():
+        (json_type,) = [p["type"] for p in prop.get("anyOf", [prop]) if p["type"] != "null"]
+        properties[name] = {"type": json_type}
+    properties["seq"]["minimum"] = 1
+    properties["kind"] = {"enum": list(EVENT_KINDS)}
+    return {"type": "object", "required": event["required"], "properties": properties, "additionalProperties": False}
 
 
 def data_schema(kind: EventKind) -> Json:

@@ -73,7 +73,8 @@ class Status(BaseModel):
     frames: FrameUsage = Field(description="The in-memory frame log (`frames` in the config): how full it is.")
 
 
-class Connection(BaseModel):
+class ConnectionRecord(BaseModel):
+    # A host connection as the registry keeps it: also the `connection.opened` event's data.
     id: str
     kind: Literal["session", "shim", "stateless"]
     transport: Literal["http", "stdio"]
@@ -86,6 +87,9 @@ class Connection(BaseModel):
     lastSeenMs: int
     closedMs: int | None
     closeReason: str | None
+
+
+class Connection(ConnectionRecord):
     tasks: dict[str, int] = Field(description="How many of its tasks are in each status.")
     needsInput: bool = Field(description="One of its calls or tasks waits for an answer.")
 
@@ -159,6 +163,7 @@ class FrameList(BaseModel):
 
 
 class Question(BaseModel):
+    # Also the `question.opened` event's data.
     id: str
     kind: str
     method: str

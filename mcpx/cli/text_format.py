@@ -10,23 +10,14 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ..events import kinds
+
 Json = Mapping[str, Any]
 
+# The CLI offers these as choices. The statuses are /v1's TaskStatus, spelt out so that the CLI does
+# not load the API's models (tests/unit/test_shapes.py holds them equal); the event kinds are the bus's.
 TASK_STATUSES = ("working", "input_required", "completed", "failed", "cancelled")
-# The event kinds of the log and the feed (docs/api.md); the CLI offers them as choices.
-EVENT_KINDS = (
-    "connection.opened",
-    "connection.updated",
-    "connection.closed",
-    "task.created",
-    "task.status",
-    "task.input_required",
-    "task.cancel_requested",
-    "task.expired",
-    "question.opened",
-    "question.answered",
-    "question.expired",
-)
+EVENT_KINDS = kinds.EVENT_KINDS
 
 
 def table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:

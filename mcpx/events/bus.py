@@ -13,36 +13,13 @@ from __future__ import annotations
 
 import collections
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 import anyio
 
-EventKind = Literal[
-    "connection.opened",
-    "connection.updated",
-    "connection.closed",
-    "task.created",
-    "task.status",
-    "task.input_required",
-    "task.cancel_requested",
-    "task.expired",
-    "question.opened",
-    "question.answered",
-    "question.expired",
-]
-EVENT_KINDS: tuple[EventKind, ...] = (
-    "connection.opened",
-    "connection.updated",
-    "connection.closed",
-    "task.created",
-    "task.status",
-    "task.input_required",
-    "task.cancel_requested",
-    "task.expired",
-    "question.opened",
-    "question.answered",
-    "question.expired",
-)
+from .kinds import EVENT_KINDS as EVENT_KINDS  # re-exported: modules import the kinds from here
+from .kinds import EventKind as EventKind
+
 QUEUE_MAX = 2048  # live events a subscriber may lag behind before it resumes from the store
 
 

@@ -1,0 +1,23 @@
+"""The kinds of event (docs/api.md): the one list the bus, /v1's schemas and the CLI's choices share.
+
+Pure and tiny, so that anything may import it (mcpx/events/bus.py re-exports both names).
+"""
+
+from __future__ import annotations
+
+from typing import Literal, get_args
+
+EventKind = Literal[
+    "connection.opened",
+    "connection.updated",
+    "connection.closed",
+    "task.created",
+    "task.status",
+    "task.input_required",
+    "task.cancel_requested",
+    "task.expired",
+    "question.opened",
+    "question.answered",
+    "question.expired",
+]
+EVENT_KINDS: tuple[EventKind, ...] = get_args(EventKind)
