@@ -104,10 +104,11 @@ def test_question_and_answer_sizes_are_capped_by_questions_max_bytes(start_daemo
 
 
 def test_a_connection_over_its_request_rate_gets_429_with_retry_after(start_daemon: Any, tmp_path: Path) -> None:
+    rate = 4  # requests a second: one token comes back every 1 / rate s
     d = start_daemon(
         {
             "mcpServers": {"fx": stdio_server(tmp_path)},
-            "connections": {"maxRequestsPerSecond": 4, "requestBurst": 6},
+            "connections": {"maxRequestsPerSecond": rate, "requestBurst": 6},
         }
     )
     with RawHost(d.url) as legacy_host, RawHost(d.url) as modern_host:
@@ -124,7 +125,9 @@ def test_a_connection_over_its_request_rate_gets_429_with_retry_after(start_daem
             err = refused.json()["error"]
             assert err["code"] == -32600 and "connections.maxRequestsPerSecond (4)" in err["message"]
             assert err["data"] == {"limit": "connections.maxRequestsPerSecond", "value": 4}
-            time.sleep(0.6)  # two tokens come back
+            # Exactly one token's time: a refused request takes no token and an accepted one leaves
+            # the bucket at 0 or more, so whatever it held after the last request, it holds one now.
+            time.sleep(1 / rate)
             assert send(host).status_code == 200
         # The budget is per connection: a new session starts with a full one.
         with RawHost(d.url) as other:
