@@ -34,7 +34,7 @@ from ..host import remote_changes
 from ..host.auth import TokenTable
 from ..host.dispatch import Dispatcher
 from ..host.http.endpoint import McpEndpoint
-from ..host.http.hosts import HttpHosts
+from ..host.http.sessions import HttpHosts
 from ..host.router import HostRouter
 from ..host.shim_endpoint import ShimEndpoint
 from ..host.subscriptions import Hub

@@ -29,7 +29,7 @@ from ...protocol.revisions import LEGACY_LATEST, MODERN, Era, is_modern
 from ..auth import TokenTable
 from ..connection import HostConnection, RequestContext
 from ..router import Call, HostRouter, StreamItem, emit, notification_stream, notifier
-from .hosts import HttpHosts
+from .sessions import HttpHosts
 
 log = logging.getLogger("mcpx.host")
 
