@@ -143,7 +143,8 @@ async def test_a_host_that_goes_is_shown_closed_with_its_tasks(start_daemon: Any
         await anyio.to_thread.run_sync(lambda: host.client.delete(d.url, headers=host._legacy_headers()))
         await until(pilot, lambda: not app.state.hosts[conn or ""].open, "the host closed")
         assert [h.id for h in app.state.hosts_shown()] == [conn]  # kept: it owns a task
-        await pilot.pause(0.2)
+        pane = app.hosts_pane
+        await until(pilot, lambda: "closed" in str(pane.get_option(conn or "").prompt), "the pane showing it closed")
         assert tid in app.table.shown()
         host.close()
 
