@@ -212,7 +212,9 @@ def test_modern_listen_and_cancel(peer: Peer) -> None:
 
     # cancelling a long call (and a listen) ends it without a response
     slow = peer.start("tools/call", tool_call("slow_compute", {"seconds": 60, "label": "x"}))
-    time.sleep(0.2)
+    # The fixture reads stdin in order and starts each request's task in turn: once a request sent
+    # after the call is answered, the call is under way.
+    assert "result" in peer.call("server/discover", {"_meta": meta()})
     for rid in (slow, tools_sub):
         peer.send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": rid}})
     assert peer.call("tools/call", tool_call("greet", {"name": "sep"}))["result"]["content"][0]["text"] == "Hello, sep!"
