@@ -27,9 +27,49 @@ def pg_cluster() -> Iterator[pgcluster.Cluster]:
         yield cluster
 
 
-# Which stores the live suite runs on: both unless MCPX_TEST_STORES names one (`sqlite` for a quicker
-# run). Without PostgreSQL on the machine the postgres half is skipped, saying why.
+# Which stores the live suite runs on: both unless MCPX_TEST_STORES names one. Which of them a run
+# takes is the tier's choice (below): the default tier runs the SQLite half. Without PostgreSQL on
+# the machine the postgres half is skipped, saying why.
 SUITE_STORES = os.environ.get("MCPX_TEST_STORES", "sqlite,postgres").split(",")
+
+# ---- tiers --------------------------------------------------------------------------------------
+# `pytest` runs the default tier: unit tests, in-process tests, and the end-to-end tests on SQLite
+# with our own fixture upstreams. `pytest --tier slow` runs the rest, which .ci/run runs as a further
+# step: the PostgreSQL half of the live suite, and every test marked with one of SLOW_MARKERS (the
+# official SDKs and FastMCP as peers, the conformance suite, the stress tests). `--tier all` is both.
+TIERS = ("default", "slow", "all")
+SLOW_MARKERS = ("peers", "conformance", "stress")
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--tier",
+        choices=TIERS,
+        default=os.environ.get("MCPX_TEST_TIER", "default"),
+        help="default: unit, in-process and SQLite end-to-end tests; slow: PostgreSQL, SDK peers,"
+        " conformance and stress; all: both (env MCPX_TEST_TIER)",
+    )
+
+
+def tier_of(item: pytest.Item) -> str:
+    """`slow` for a test that runs on PostgreSQL or carries a slow marker; else `default`."""
+    if any(item.get_closest_marker(name) for name in SLOW_MARKERS):
+        return "slow"
+    callspec = getattr(item, "callspec", None)
+    if callspec is not None and callspec.params.get("suite_store") == "postgres":
+        return "slow"
+    return "default"
+
+
+def _select_tier(config: pytest.Config, items: list[pytest.Item]) -> None:
+    tier = config.getoption("tier")
+    if tier == "all":
+        return
+    kept = [item for item in items if tier_of(item) == tier]
+    dropped = [item for item in items if tier_of(item) != tier]
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = kept
 
 
 @pytest.fixture(scope="session", params=SUITE_STORES)
@@ -53,9 +93,11 @@ _STORE_IN_ID = re.compile(r"::[^\[]*\[(?:.*-)?(sqlite|postgres)(?:-.*)?\]$")
 
 
 @pytest.hookimpl(trylast=True)  # after pytest's own reordering by fixture scope, which this keeps within a unit
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Units holding a test marked `long` go first, then the larger ones: a 40-second test started
-    last is the run's tail. Every worker sorts the same collection the same way, as xdist requires."""
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The tier's tests only (above). Units holding a test marked `long` go first, then the larger
+    ones: a 40-second test started last is the run's tail. Every worker sorts the same collection the
+    same way, as xdist requires."""
+    _select_tier(config, items)
     units: dict[str, list[pytest.Item]] = {}
     for item in items:
         units.setdefault(_work_unit(item.nodeid), []).append(item)

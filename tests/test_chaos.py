@@ -46,7 +46,7 @@ TERMINAL = {"completed", "failed", "cancelled"}
 # FastMCP runs 10 tasks at a time by default: 500 tasks of 3 s would take it 150 s however mcpx fares.
 FM_CONCURRENCY = ("--concurrency", "1000")
 
-pytestmark = pytest.mark.timeout(420)
+pytestmark = [pytest.mark.timeout(420), pytest.mark.stress, pytest.mark.peers]  # slow tier (tests/conftest.py)
 
 
 @dataclass

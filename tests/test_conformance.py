@@ -19,6 +19,8 @@ import pytest
 from harness import ROOT, Daemon, SuiteStore
 from shared_folder import SHARED
 
+pytestmark = pytest.mark.conformance  # slow tier (tests/conftest.py)
+
 CONF = ROOT / "tests" / "conformance"
 RUNNER = SHARED / "conformance" / "run-server.sh"
 PKG = CONF / "node_modules" / "@modelcontextprotocol" / "conformance"

@@ -104,6 +104,7 @@ def test_tasks_pass_through_every_status_and_questions_wait_for_an_operator(demo
     wait_until(every_status, 45, f"working, completed, failed and a question (seen: {seen})")
 
 
+@pytest.mark.long  # the demo asks its deploy question at a human pace
 def test_an_operators_answer_to_a_deploy_question_completes_its_call(demo: DemoRun, api: DemoApi) -> None:
     def deploy_question() -> dict[str, Any] | None:
         for q in api.open_questions():

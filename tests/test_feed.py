@@ -63,6 +63,7 @@ def _all_terminal(api: Api, ids: list[str]) -> bool:
 
 
 @pytest.mark.long
+@pytest.mark.stress
 def test_every_event_of_1000_tasks_arrives_in_order_once_across_a_reconnect_and_a_sigkill(
     start_daemon: Any, tmp_path: Path
 ) -> None:
@@ -159,6 +160,7 @@ def _rss_kb(pid: int) -> int:
 
 
 @pytest.mark.long
+@pytest.mark.stress
 def test_a_subscriber_that_never_reads_neither_slows_tasks_nor_grows_without_bound(
     start_daemon: Any, tmp_path: Path
 ) -> None:

@@ -26,6 +26,8 @@ from harness import wait_until  # noqa: E402 - importable only once the sys.path
 from peers.run_host import HostProcess, json_lines, run_host  # noqa: E402 - as above
 from peers.venvs import peer_python  # noqa: E402 - as above
 
+pytestmark = pytest.mark.peers  # slow tier (tests/conftest.py)
+
 PEERS = _TESTS / "peers"
 UPSTREAM = PEERS / "sdk2_upstream.py"
 

@@ -29,7 +29,7 @@ from harness import (
     wait_until,
 )
 
-pytestmark = postgres_only  # its daemons name their store
+pytestmark = [postgres_only, pytest.mark.stress]  # its daemons name their store; slow tier
 
 EXT = {"io.modelcontextprotocol/clientCapabilities": {"extensions": {"io.modelcontextprotocol/tasks": {}}}}
 LEASE_MS = 1000

@@ -32,7 +32,7 @@ SDK1_UPSTREAM = Path(__file__).resolve().parent / "peers" / "sdk1_upstream.py"
 RELATED = "io.modelcontextprotocol/related-task"
 ANSWER = {"action": "accept", "content": {"name": "Grace Hopper", "age": 85}}
 
-pytestmark = pytest.mark.timeout(60)
+pytestmark = [pytest.mark.timeout(60), pytest.mark.peers]  # slow tier (tests/conftest.py)
 
 
 @pytest.fixture(scope="module")

@@ -28,7 +28,7 @@ import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import anyio
 import pytest
@@ -357,7 +357,12 @@ def test_which_upstream_tools_may_run_as_tasks() -> None:
 
 
 # ---- end to end: SDK 1.30 upstream behind the daemon ------------------------------------------
-pytestmark_e2e = pytest.mark.timeout(180)
+_T = TypeVar("_T")
+
+
+def pytestmark_e2e(test: _T) -> _T:
+    """The end-to-end part runs SDK 1.30 and FastMCP upstreams: slow tier (tests/conftest.py)."""
+    return pytest.mark.peers(pytest.mark.timeout(180)(test))
 
 
 @pytest.fixture(scope="module")
