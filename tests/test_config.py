@@ -102,6 +102,15 @@ def test_readme_config_reference_is_current() -> None:
     assert render() in (ROOT / "README.md").read_text()
 
 
+def test_the_doc_generators_write_the_checkouts_own_docs() -> None:
+    """`python -m mcpx.daemon.config_reference` and `python -m mcpx.api.event_schemas` rewrite the
+    README and docs/api.md beside mcpx/ (a package move once pointed the first at mcpx/README.md)."""
+    from mcpx.api.event_schemas import API_DOC
+    from mcpx.daemon.config_reference import README
+
+    assert README == ROOT / "README.md" and API_DOC == ROOT / "docs" / "api.md"
+
+
 def test_the_config_reference_has_a_section_for_every_config_model() -> None:
     """A new section of the config (a model field of a model) is described, not only named."""
     from pydantic import BaseModel

@@ -7,12 +7,12 @@ taken as it is; so is the envelope (/v1's EventOut)."""
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ..daemon.doc_blocks import rewrite_block
 from ..events.kinds import EVENT_KINDS, EventKind
 from .models import ConnectionRecord, EventOut, Json, Question, TaskStatus
 
@@ -153,18 +153,10 @@ def render() -> str:
 
 def update_doc(path: Path) -> bool:
     """Rewrite the generated block of docs/api.md; True when it changed."""
-    text = path.read_text()
-    new = re.sub(
-        r"(<!-- event-schemas:start -->\n).*?(<!-- event-schemas:end -->)",
-        lambda m: m.group(1) + render() + "\n" + m.group(2),
-        text,
-        flags=re.S,
-    )
-    if new != text:
-        path.write_text(new)
-        return True
-    return False
+    return rewrite_block(path, "event-schemas", render())
 
+
+API_DOC = Path(__file__).resolve().parents[2] / "docs" / "api.md"  # the checkout's, beside mcpx/
 
 if __name__ == "__main__":
-    update_doc(Path(__file__).resolve().parents[2] / "docs" / "api.md")
+    update_doc(API_DOC)

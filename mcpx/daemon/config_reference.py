@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 
 from pydantic import BaseModel
@@ -25,6 +24,7 @@ from .config import (
     TasksConfig,
     ToolOverride,
 )
+from .doc_blocks import rewrite_block
 
 SECTIONS: list[tuple[str, type[BaseModel]]] = [
     ("top level", Config),
@@ -67,18 +67,10 @@ def render() -> str:
 
 def update_readme(path: Path) -> bool:
     """Rewrite the README's generated block; True when it changed."""
-    text = path.read_text()
-    new = re.sub(
-        r"(<!-- config-reference:start -->\n).*?(<!-- config-reference:end -->)",
-        lambda m: m.group(1) + render() + "\n" + m.group(2),
-        text,
-        flags=re.S,
-    )
-    if new != text:
-        path.write_text(new)
-        return True
-    return False
+    return rewrite_block(path, "config-reference", render())
 
+
+README = Path(__file__).resolve().parents[2] / "README.md"  # the checkout's, beside mcpx/
 
 if __name__ == "__main__":
-    update_readme(Path(__file__).resolve().parents[1] / "README.md")
+    update_readme(README)
