@@ -29,6 +29,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+import mcpx
+
 from ..daemon import state_folder
 
 MARK = "MCPX_DEMO_RUN"  # environment variable naming the run; every process of it inherits it
@@ -149,7 +151,7 @@ def reap_orphaned(folder: Path) -> None:
 
 def _env(marker: str) -> dict[str, str]:
     # The children run this very checkout, whatever else is installed (and from any cwd).
-    here = str(Path(__file__).resolve().parents[1])
+    here = str(Path(mcpx.__file__).resolve().parents[1])
     path = os.pathsep.join(p for p in (here, os.environ.get("PYTHONPATH", "")) if p)
     return {**os.environ, "PYTHONPATH": path, MARK: marker}
 

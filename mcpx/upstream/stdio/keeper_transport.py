@@ -25,6 +25,8 @@ import anyio
 from anyio.abc import Process, SocketStream
 from anyio.streams.buffered import BufferedByteReceiveStream
 
+import mcpx
+
 from ...daemon.config import ServerConfig
 from ...protocol import fastjson
 from ...protocol.jsonrpc import Id
@@ -38,7 +40,8 @@ from .process_group import wait as wait_process
 log = logging.getLogger("mcpx.upstream")
 SPAWN_TIMEOUT_S = 15.0
 STOP_WAIT_S = 6.0  # the keeper's own staged stop of its server takes up to 3 x 2 s
-PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])
+# The folder holding the mcpx package the daemon runs, so the keeper runs the same code.
+PACKAGE_ROOT = str(Path(mcpx.__file__).resolve().parents[1])
 
 
 class KeeperTransport:

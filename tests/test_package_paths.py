@@ -1,6 +1,7 @@
-"""The old `python -m` names still run after the house move: configs written by earlier versions
-name `mcpx.demo_upstream`, and keepers started by an earlier daemon run as `mcpx.upstream.keeper`
-(a new daemon must recognise them to adopt them)."""
+"""What the package layout promises to processes: the old `python -m` names still run after the house
+move (configs written by earlier versions name `mcpx.demo_upstream`; keepers started by an earlier
+daemon run as `mcpx.upstream.keeper`, and a new daemon must recognise them to adopt them), and the
+processes mcpx spawns run this checkout's mcpx."""
 
 from __future__ import annotations
 
@@ -48,3 +49,18 @@ def test_a_keeper_under_either_name_is_recognised_as_a_keeper(module: str) -> No
         assert proc.stdin is not None
         proc.stdin.close()
     assert not is_keeper(proc.pid)
+
+
+def test_the_processes_mcpx_spawns_run_this_checkouts_mcpx() -> None:
+    """Keepers and the console demo's processes get the folder holding this mcpx package first on
+    PYTHONPATH (a package move once handed them mcpx/ itself, so they ran whatever mcpx was
+    installed instead)."""
+    import os
+    from pathlib import Path
+
+    from mcpx.demo.console_world import _env
+    from mcpx.upstream.stdio.keeper_transport import PACKAGE_ROOT
+
+    here = Path(__file__).resolve().parents[1]
+    assert Path(PACKAGE_ROOT) == here
+    assert Path(_env("test")["PYTHONPATH"].split(os.pathsep)[0]) == here
