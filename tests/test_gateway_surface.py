@@ -1,5 +1,6 @@
 """Resources, prompts and completion through a *namespaced* server (the conformance suite covers the
-passthrough case): names become `<ns>__<name>`, URIs `mcpx://<ns>/<uri>`, content passes verbatim."""
+passthrough case): names become `<ns>__<name>`, URIs `mcpx://<ns>/<uri>` (also those inside what a
+tool or a prompt returns, so a host can read them back), content passes verbatim otherwise."""
 
 from __future__ import annotations
 
@@ -70,3 +71,28 @@ def test_legacy_resource_subscription_is_accepted_and_forwarded(host: RawHost) -
     host.initialize()
     assert host.legacy("resources/subscribe", {"uri": "mcpx://cf/test://watched-resource"}).json()["result"] == {}
     assert host.legacy("resources/unsubscribe", {"uri": "mcpx://cf/test://watched-resource"}).json()["result"] == {}
+
+
+def test_resource_uris_inside_tool_results_are_exposed_ones(host: RawHost) -> None:
+    host.initialize()
+    got = reply_of(host.legacy("tools/call", {"name": "cf__test_multiple_content_types", "arguments": {}}))
+    content = got["result"]["content"]
+    assert [c["type"] for c in content] == ["text", "image", "resource"]
+    assert content[2]["resource"]["uri"] == "mcpx://cf/test://mixed-content-resource"
+    assert content[2]["resource"]["text"] == '{"test": "data", "value": 123}'  # the rest untouched
+    modern = host.modern("tools/call", {"name": "cf__test_embedded_resource", "arguments": {}})
+    assert modern.json()["result"]["content"][0]["resource"]["uri"] == "mcpx://cf/test://embedded-resource"
+
+
+def test_a_resource_a_prompt_embeds_can_be_read_back_by_the_uri_the_host_got(host: RawHost) -> None:
+    host.initialize()
+    got = reply_of(
+        host.legacy(
+            "prompts/get",
+            {"name": "cf__test_prompt_with_embedded_resource", "arguments": {"resourceUri": "test://static-text"}},
+        )
+    )["result"]
+    uri = got["messages"][0]["content"]["resource"]["uri"]
+    assert uri == "mcpx://cf/test://static-text"
+    read = reply_of(host.legacy("resources/read", {"uri": uri}))["result"]
+    assert read["contents"][0]["text"] == "This is the content of the static text resource."

@@ -207,7 +207,9 @@ class Dispatcher:
         server = self.pool.servers[route.server]
         named = {**params, "name": route.name}
         res = await self.calls.forward(ctx, server, "prompts/get", named, server.cfg.mcpx.callTimeout)
-        return res if res.get("resultType") == "input_required" else shaping.result_for(res, ctx.revision)
+        if res.get("resultType") == "input_required":
+            return res
+        return shaping.result_for(server.naming.prompt_result_out(res), ctx.revision)
 
     async def _resources_read(self, ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
         server, uri = self.pool.resolve_uri(params.get("uri"))

@@ -226,7 +226,7 @@ class UpstreamCalls:
             res = await self.forward(ctx, server, "tools/call", named, timeout, raw_state=raw_state)
             if res.get("resultType") == "input_required":
                 return res  # not a CallToolResult: nothing to trim
-            return shaping.call_result_for(res, ctx.revision)
+            return shaping.call_result_for(server.naming.call_result_out(res), ctx.revision)
         req = build(ctx, session.era, "tools/call", named, key=self.state_key, raw_state=True, now=now_ms())
         record = await self.engine.get(run.task_id) if run.task_id is not None else None
         ttl = record.ttl_ms if record is not None else self.config.tasks.ttlMs
@@ -273,7 +273,7 @@ class UpstreamCalls:
             raise UpstreamUnavailable(f"upstream {server.key!r} did not finish tools/call within {timeout} s") from None
         if res.get("resultType") == "input_required":
             return res  # a 2026 MRTR round before any upstream task: the caller answers it
-        return shaping.call_result_for(res, ctx.revision)
+        return shaping.call_result_for(server.naming.call_result_out(res), ctx.revision)
 
     # ---- MRTR rounds mcpx signs (host/modern_tasks.py holds the upstream call meanwhile) ----
     def _bound(self, params: dict[str, Any], route: Route) -> str:

@@ -84,7 +84,9 @@ class Reclaimer:
             return await follow_upstream_task(pool, control, task, upstream_task_id)
         if res.get("resultType") == "input_required":
             raise InternalError(f"upstream {task.upstream!r} asked for more input after the daemon restarted")
-        return shaping.call_result_for(res, LEGACY_LATEST if task.era == "legacy" else MODERN)
+        return shaping.call_result_for(
+            server.naming.call_result_out(res), LEGACY_LATEST if task.era == "legacy" else MODERN
+        )
 
 
 async def follow_upstream_task(
@@ -114,4 +116,6 @@ async def follow_upstream_task(
             keep_upstream=lambda: control.closing,
             on_status=on_status,
         )
-    return shaping.call_result_for(res, LEGACY_LATEST if task.era == "legacy" else MODERN)
+    return shaping.call_result_for(
+        server.naming.call_result_out(res), LEGACY_LATEST if task.era == "legacy" else MODERN
+    )

@@ -51,6 +51,37 @@ class Naming:
         prefix = f"{URI_PREFIX}{self.namespace}/"
         return exposed[len(prefix) :] if exposed.startswith(prefix) else None
 
+    def content_out(self, block: object) -> object:
+        """A content block as hosts see it: a `resource_link`'s URI, or an embedded `resource`'s,
+        becomes the exposed one, so the host can read back what a tool or prompt gave it."""
+        if self.namespace is None or not isinstance(block, dict):
+            return block
+        kind = block.get("type")
+        if kind == "resource_link" and isinstance(block.get("uri"), str):
+            return {**block, "uri": self.uri_out(block["uri"])}
+        resource = block.get("resource")
+        if kind == "resource" and isinstance(resource, dict) and isinstance(resource.get("uri"), str):
+            return {**block, "resource": {**resource, "uri": self.uri_out(resource["uri"])}}
+        return block
+
+    def call_result_out(self, result: dict[str, Any]) -> dict[str, Any]:
+        """A CallToolResult with its content's resource URIs exposed (content_out)."""
+        content = result.get("content")
+        if self.namespace is None or not isinstance(content, list):
+            return result
+        return {**result, "content": [self.content_out(block) for block in content]}
+
+    def prompt_result_out(self, result: dict[str, Any]) -> dict[str, Any]:
+        """A GetPromptResult with each message's resource URIs exposed (content_out)."""
+        messages = result.get("messages")
+        if self.namespace is None or not isinstance(messages, list):
+            return result
+        out = [
+            {**m, "content": self.content_out(m["content"])} if isinstance(m, dict) and "content" in m else m
+            for m in messages
+        ]
+        return {**result, "messages": out}
+
     def item_out(self, kind: str, item: dict[str, Any]) -> dict[str, Any]:
         field = KINDS[kind][2]
         value = item.get(field)
