@@ -62,6 +62,32 @@ def _slow_tasks(daemon: Daemon, n: int) -> list[str]:
 
 
 # ---- tasks -------------------------------------------------------------------------------------
+def test_every_command_takes_a_unique_prefix_of_an_id_and_an_ambiguous_one_lists_its_matches(
+    start_daemon: Any, tmp_path: Path
+) -> None:
+    d = start_daemon({"mcpServers": {"fx": stdio_server(tmp_path)}})
+    made = _slow_tasks(d, 63)  # 62 characters can start an id: two of these share their first
+    first = made[0]
+    assert f"task       {first}" in ok(d, "tasks", "show", first[:8])  # 8 characters, as the console shows
+
+    by_start: dict[str, list[str]] = {}
+    for tid in made:
+        by_start.setdefault(tid[0], []).append(tid)
+    shared = next(group for group in by_start.values() if len(group) > 1)
+    ambiguous = mcpx(d, "tasks", "cancel", shared[0][0], "--by", "carol")
+    listed = [line.strip() for line in ambiguous.stderr.splitlines()[1:]]
+    assert ambiguous.returncode == 2 and "is ambiguous" in ambiguous.stderr, ambiguous
+    assert set(listed) <= set(shared) and len(listed) == min(len(shared), 10)
+    assert all(t["status"] == "working" for t in Api(d).get("/v1/tasks", params={"limit": 100}).json()["tasks"])
+
+    cancelled = mcpx(d, "tasks", "cancel", first[:8], "--by", "carol")
+    assert cancelled.returncode == 0 and f"task {first} cancelled" in cancelled.stdout, cancelled
+    events = json.loads(ok(d, "audit", "--task", first[:8], "--json"))["events"]
+    assert [e["kind"] for e in events] == ["task.created", "task.cancel_requested", "task.status"]
+    missing = mcpx(d, "tasks", "show", "no-such-task")
+    assert missing.returncode == 1 and "no such task" in missing.stderr
+
+
 def test_tasks_ls_show_and_cancel_work_on_real_tasks(start_daemon: Any, tmp_path: Path) -> None:
     d = start_daemon({"mcpServers": {"fx": stdio_server(tmp_path)}})
     first, second = _slow_tasks(d, 2)
@@ -163,12 +189,14 @@ def test_questions_answer_delivers_the_content_and_a_second_answer_is_refused(st
             assert "content.email: a value is required" in refused.stderr
 
             answer = ["--accept", "username=ada", "email=ada@example.com", "--by", "olga"]
-            taken = mcpx(d, "questions", "answer", q["id"], *answer)
+            taken = mcpx(d, "questions", "answer", q["id"][:8], *answer)  # the short id the console shows
             assert taken.returncode == 0 and f"question {q['id']} answered accept by operator:olga" in taken.stdout
             t.join(15 * UNIT)
             assert "ada@example.com" in box["frame"]["result"]["content"][0]["text"]
 
-            late = mcpx(d, "questions", "answer", q["id"], "--decline", "--by", "late")
+            late = mcpx(
+                d, "questions", "answer", q["id"][:8], "--decline", "--by", "late"
+            )  # answered: found all the same
             assert late.returncode == 1 and "too late" in late.stderr and "operator:olga" in late.stderr, late
             assert ok(d, "questions", "ls").strip() == "no open questions"
             history = ok(d, "questions", "ls", "--all")

@@ -116,9 +116,10 @@ class Operations:
         text: str | None = None,
         cursor: str | None = None,
         limit: int = 100,
+        id_prefix: str | None = None,
     ) -> TaskPage:
         before = decode_cursor(cursor) if cursor else None
-        query = TaskQuery(connection, statuses, tool, text, before, limit + 1, now_ms())
+        query = TaskQuery(connection, statuses, tool, text, before, limit + 1, now_ms(), id_prefix)
         rows = await self.store.tasks(query)
         asking = self._asking_tasks()
         page = [task_summary(t, t.id in asking) for t in rows[:limit]]
@@ -188,11 +189,13 @@ class Operations:
         return self.engine.frames.frames(task_id)
 
     # ---- questions -----------------------------------------------------------------------
-    async def questions(self, statuses: frozenset[QuestionStatus], task_id: str | None, limit: int) -> list[Question]:
-        if statuses == frozenset({"open"}) and task_id is None and not self.engine.shares_store:
+    async def questions(
+        self, statuses: frozenset[QuestionStatus], task_id: str | None, limit: int, id_prefix: str | None = None
+    ) -> list[Question]:
+        if statuses == frozenset({"open"}) and task_id is None and not id_prefix and not self.engine.shares_store:
             # One daemon holds every open question in memory; on a shared store others hold some.
             return sorted(self.broker.open_questions(), key=lambda q: q.created_ms)
-        return await self.store.questions(statuses, task_id, limit)
+        return await self.store.questions(statuses, task_id, limit, id_prefix)
 
     async def question(self, qid: str) -> Question:
         q = self.broker.get(qid) or await self.store.get_question(qid)

@@ -119,6 +119,10 @@ def build(ops: Operations, token: str, status: StatusFn, allowed_origins: list[s
             str | None, Query(pattern=CURSOR_PATTERN, description="A `nextCursor` from an earlier page.")
         ] = None,
         limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+        id_prefix: Annotated[
+            str | None,
+            Query(alias="idPrefix", min_length=1, description="Only tasks whose id starts with this (a short id)."),
+        ] = None,
     ) -> dict[str, Any]:
         try:
             page = await ops.tasks(
@@ -128,6 +132,7 @@ def build(ops: Operations, token: str, status: StatusFn, allowed_origins: list[s
                 text=q,
                 cursor=cursor,
                 limit=limit,
+                id_prefix=id_prefix,
             )
         except ValueError as exc:
             raise HTTPException(422, f"cursor: {exc}") from None
@@ -179,9 +184,13 @@ def build(ops: Operations, token: str, status: StatusFn, allowed_origins: list[s
         status: Annotated[list[QuestionStatus] | None, Query(description="Default: open ones.")] = None,
         task: Annotated[str | None, Query(description="Only this task's.")] = None,
         limit: Annotated[int, Query(ge=1, le=1000)] = 200,
+        id_prefix: Annotated[
+            str | None,
+            Query(alias="idPrefix", min_length=1, description="Only questions whose id starts with this (a short id)."),
+        ] = None,
     ) -> dict[str, Any]:
         statuses = frozenset(status or ("open",))
-        return {"questions": [q.wire() for q in await ops.questions(statuses, task, limit)]}
+        return {"questions": [q.wire() for q in await ops.questions(statuses, task, limit, id_prefix)]}
 
     @app.get("/v1/questions/{question_id}", response_model=models.Question, responses=NOT_FOUND)
     async def get_question(question_id: Annotated[str, Path()]) -> dict[str, Any]:

@@ -10,7 +10,7 @@ import json
 from collections.abc import Iterator
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import Any, Literal
 
 import httpx
 
@@ -131,3 +131,33 @@ class Api:
 
     def __exit__(self, typ: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
         self.close()
+
+
+AMBIGUOUS_SHOWN = 10  # matches an ambiguous short id lists
+
+
+def resolve_id(api: Api, kind: Literal["task", "question"], given: str, *, known: bool = True) -> str:
+    """The whole id `given` names: itself, or the one id it starts (the console and `mcpx tasks
+    watch` show 8 characters), like git's short hashes. None: "no such ..." (exit 1), or with
+    `known=False` (the event log still names tasks that expired) `given` as it is; several: they
+    are listed, exit 2."""
+    path = f"/v1/{kind}s"
+    try:
+        api.get(f"{path}/{given}")
+        return given
+    except ApiError as exc:
+        if exc.status != 404:
+            raise
+    params: dict[str, Any] = {"idPrefix": given, "limit": AMBIGUOUS_SHOWN + 1}
+    if kind == "question":
+        params["status"] = ["open", "answered", "expired"]
+    ids = [row["id"] for row in api.get(path, params)[f"{kind}s"]] if given else []
+    if len(ids) == 1:
+        return str(ids[0])
+    if not ids:
+        if not known:
+            return given
+        raise CliError(f"no such {kind}: {given}")
+    more = " (and more)" if len(ids) > AMBIGUOUS_SHOWN else ""
+    listed = "\n  ".join(ids[:AMBIGUOUS_SHOWN])
+    raise CliError(f"{given!r} is ambiguous: it starts these {kind} ids{more}:\n  {listed}", EXIT_USAGE)

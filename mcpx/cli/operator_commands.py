@@ -17,7 +17,7 @@ import anyio
 from ..daemon import state_folder
 from ..daemon.config import state_dir
 from . import text_format as fmt
-from .daemon_client import EXIT_ERROR, EXIT_OK, EXIT_WAITING, Api, ApiError, CliError, running_daemon
+from .daemon_client import EXIT_ERROR, EXIT_OK, EXIT_WAITING, Api, ApiError, CliError, resolve_id, running_daemon
 
 
 def _now_ms() -> int:
@@ -74,7 +74,7 @@ def cmd_tasks_ls(args: argparse.Namespace) -> int:
 def cmd_tasks_show(args: argparse.Namespace) -> int:
     with _api(args) as api:
         try:
-            task = api.get(f"/v1/tasks/{args.id}")
+            task = api.get(f"/v1/tasks/{resolve_id(api, 'task', args.id)}")
         except ApiError as exc:
             raise _not_found(exc, "such task") from None
     if args.json:
@@ -88,7 +88,7 @@ def cmd_tasks_show(args: argparse.Namespace) -> int:
 def cmd_tasks_cancel(args: argparse.Namespace) -> int:
     with _api(args) as api:
         try:
-            task = api.post(f"/v1/tasks/{args.id}/cancel", {"by": args.by})
+            task = api.post(f"/v1/tasks/{resolve_id(api, 'task', args.id)}/cancel", {"by": args.by})
         except ApiError as exc:
             if exc.status == 409:
                 raise CliError(f"too late to cancel: {exc.error}") from None
@@ -102,11 +102,12 @@ def cmd_tasks_cancel(args: argparse.Namespace) -> int:
 
 
 def cmd_tasks_watch(args: argparse.Namespace) -> int:
-    subscribe: dict[str, Any] = {"kinds": args.kind or [], "tasks": args.task or []}
+    subscribe: dict[str, Any] = {"kinds": args.kind or []}
     if args.since is not None:
         subscribe["since"] = args.since
     last = args.since or 0
     with _api(args) as api:
+        subscribe["tasks"] = [resolve_id(api, "task", t, known=False) for t in args.task or []]
         try:
             for message in api.feed(subscribe):
                 last = _show_feed_message(message, args.json, last)
@@ -139,8 +140,9 @@ def _show_feed_message(message: dict[str, Any], as_json: bool, last: int) -> int
 
 # ---- audit -------------------------------------------------------------------------------------
 def cmd_audit(args: argparse.Namespace) -> int:
-    params = {"since": args.since, "limit": args.limit, "task": args.task, "kind": args.kind or None}
     with _api(args) as api:
+        task = resolve_id(api, "task", args.task, known=False) if args.task else None
+        params = {"since": args.since, "limit": args.limit, "task": task, "kind": args.kind or None}
         page = api.get("/v1/events", params)
     events = page["events"]
     if args.json:

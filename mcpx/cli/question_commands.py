@@ -14,7 +14,7 @@ from typing import Any
 from ..daemon.config import state_dir
 from ..questions import elicitation
 from . import text_format as fmt
-from .daemon_client import EXIT_OK, EXIT_USAGE, Api, ApiError, CliError
+from .daemon_client import EXIT_OK, EXIT_USAGE, Api, ApiError, CliError, resolve_id
 from .operator_commands import Subcommands, base_options, default_by, epilog
 
 
@@ -45,9 +45,10 @@ def cmd_questions_show(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _question(api: Api, qid: str) -> dict[str, Any]:
+def _question(api: Api, given: str) -> dict[str, Any]:
+    """The question `given` names (a whole id or a unique prefix of one)."""
     try:
-        question: dict[str, Any] = api.get(f"/v1/questions/{qid}")
+        question: dict[str, Any] = api.get(f"/v1/questions/{resolve_id(api, 'question', given)}")
     except ApiError as exc:
         raise CliError(f"no such question: {exc.error}" if exc.status == 404 else str(exc)) from None
     return question
@@ -124,13 +125,13 @@ def cmd_questions_answer(args: argparse.Namespace) -> int:
         question = _question(api, args.id)
         body = answer_body(question, args)
         try:
-            answered = api.post(f"/v1/questions/{args.id}/answer", body)
+            answered = api.post(f"/v1/questions/{question['id']}/answer", body)
         except ApiError as exc:
             if exc.status == 422:
                 why = "" if exc.fields else f": {exc.error}"
                 raise _refused(f"the daemon refused the answer (HTTP 422){why}", exc.fields) from None
             if exc.status == 409:
-                raise CliError(f"too late: {exc.error}{_closed_how(api, args.id)}") from None
+                raise CliError(f"too late: {exc.error}{_closed_how(api, question['id'])}") from None
             raise
     if args.json:
         print(json.dumps(answered, indent=2, ensure_ascii=False))

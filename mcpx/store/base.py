@@ -31,6 +31,7 @@ class TaskQuery:
     before: tuple[int, str] | None = None  # the cursor: (created_ms, id) of the last row seen
     limit: int = 100
     now_ms: int | None = None  # leave out rows past their TTL
+    id_prefix: str | None = None  # ids that start with this (a short id, as the console shows it)
 
 
 @dataclass(frozen=True)
@@ -90,7 +91,11 @@ class Store(Protocol):
     async def get_session(self, session_id: str) -> dict[str, Any] | None: ...
     async def get_question(self, question_id: str) -> Question | None: ...
     async def questions(
-        self, statuses: frozenset[QuestionStatus] = frozenset(), task_id: str | None = None, limit: int = 200
+        self,
+        statuses: frozenset[QuestionStatus] = frozenset(),
+        task_id: str | None = None,
+        limit: int = 200,
+        id_prefix: str | None = None,
     ) -> list[Question]: ...
     async def connections(self, open_only: bool = False) -> list[ConnectionRecord]: ...
     async def get_connection(self, record_id: str) -> ConnectionRecord | None: ...

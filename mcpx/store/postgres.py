@@ -459,10 +459,14 @@ class PostgresStore(QueuedWrites):
         return codec.question_from(rows[0]) if rows else None
 
     async def questions(
-        self, statuses: frozenset[QuestionStatus] = frozenset(), task_id: str | None = None, limit: int = 200
+        self,
+        statuses: frozenset[QuestionStatus] = frozenset(),
+        task_id: str | None = None,
+        limit: int = 200,
+        id_prefix: str | None = None,
     ) -> list[Question]:
         p = Params(numbered=True)
-        sql = question_page(p, statuses, task_id, limit, "written")
+        sql = question_page(p, statuses, task_id, limit, "written", id_prefix)
         return [codec.question_from(b) for b in await self._bodies(sql, p.values)]
 
     async def connections(self, open_only: bool = False) -> list[ConnectionRecord]:

@@ -53,6 +53,8 @@ def task_page(p: Params, query: TaskQuery, status_message: str, like: str = "LIK
         where.append(f"status IN ({p.many(sorted(query.statuses))})")
     if query.tool is not None:
         where.append(f"tool = {p(query.tool)}")
+    if query.id_prefix:
+        where.append(_starts_with(p, query.id_prefix))
     if query.text:
         # A NUL cannot be searched on either store (SQLite's LIKE ends the pattern there, PostgreSQL's
         # text cannot hold it): it becomes U+FFFD on both, so both find the same (nothing, usually).
@@ -67,7 +69,9 @@ def task_page(p: Params, query: TaskQuery, status_message: str, like: str = "LIK
     return f"SELECT body FROM tasks {_where(where)} ORDER BY created_ms DESC, id DESC LIMIT {p(query.limit)}"
 
 
-def question_page(p: Params, statuses: Iterable[str], task_id: str | None, limit: int, written: str) -> str:
+def question_page(
+    p: Params, statuses: Iterable[str], task_id: str | None, limit: int, written: str, id_prefix: str | None = None
+) -> str:
     """Questions newest first; `written` orders those of one millisecond, the latest written first."""
     where: list[str] = []
     wanted = sorted(statuses)
@@ -75,6 +79,8 @@ def question_page(p: Params, statuses: Iterable[str], task_id: str | None, limit
         where.append(f"status IN ({p.many(wanted)})")
     if task_id is not None:
         where.append(f"task_id = {p(task_id)}")
+    if id_prefix:
+        where.append(_starts_with(p, id_prefix))
     return f"SELECT body FROM questions {_where(where)} ORDER BY created_ms DESC, {written} DESC LIMIT {p(limit)}"
 
 
@@ -86,3 +92,10 @@ def event_page(p: Params, seq: int, limit: int, task_id: str | None, kinds: Iter
     if wanted:
         where.append(f"kind IN ({p.many(wanted)})")
     return f"SELECT {EVENT_COLS} FROM events {_where(where)} ORDER BY seq LIMIT {p(limit)}"
+
+
+def _starts_with(p: Params, prefix: str) -> str:
+    """Ids that start with `prefix`, case and all (LIKE is case-blind on SQLite). A NUL becomes U+FFFD
+    as in the text search: PostgreSQL text cannot hold it, and no id has either."""
+    prefix = prefix.replace("\x00", "\ufffd")
+    return f"substr(id, 1, {p(len(prefix))}) = {p(prefix)}"

@@ -273,10 +273,14 @@ class SqliteStore(QueuedWrites):
         return codec.question_from(rows[0][0]) if rows else None
 
     async def questions(
-        self, statuses: frozenset[QuestionStatus] = frozenset(), task_id: str | None = None, limit: int = 200
+        self,
+        statuses: frozenset[QuestionStatus] = frozenset(),
+        task_id: str | None = None,
+        limit: int = 200,
+        id_prefix: str | None = None,
     ) -> list[Question]:
         p = Params(numbered=False)
-        sql = question_page(p, statuses, task_id, limit, "rowid")
+        sql = question_page(p, statuses, task_id, limit, "rowid", id_prefix)
         return [codec.question_from(r[0]) for r in await self._all(sql, p.values)]
 
     async def connections(self, open_only: bool = False) -> list[ConnectionRecord]:

@@ -8,6 +8,7 @@ from dataclasses import replace
 import pytest
 
 from mcpx.connections.record import ConnectionRecord
+from mcpx.questions.question import Question
 from mcpx.store import TaskQuery
 from mcpx.store.sqlite import SqliteStore
 from mcpx.tasks.model import CANCELLED, COMPLETED, FAILED, INPUT_REQUIRED, WORKING, Task
@@ -105,6 +106,22 @@ async def test_the_text_filter_takes_like_wildcards_literally(store_site: Site) 
         assert await ids(w.store, text="0%") == ["t1"]
         assert await ids(w.store, text="a_b") == ["t3"]
         assert await ids(w.store, text="C:\\p") == ["t5"]
+
+
+async def test_the_id_prefix_filter_finds_the_ids_a_short_id_starts_case_and_all(store_site: Site) -> None:
+    rows = [task_record(id=i, created_ms=NOW + n) for n, i in enumerate(["abc_1", "abc%2", "abD3", "xabc4"])]
+    async with opened(store_site) as w:
+        await put(w.store, *rows)
+        assert await ids(w.store, id_prefix="abc") == ["abc%2", "abc_1"]
+        assert await ids(w.store, id_prefix="abc_") == ["abc_1"]  # no LIKE wildcard: `_` is itself
+        assert await ids(w.store, id_prefix="ABC") == []  # ids are case-sensitive
+        assert await ids(w.store, id_prefix="abc_1") == ["abc_1"]
+        assert await ids(w.store, id_prefix="a\x00") == []  # a NUL finds nothing, on either store
+        asked = [Question(q, "up", "roots/list", {}, NOW, NOW + 1000) for q in ("q-ab1", "q-ab2", "q-cd")]
+        for q in asked:
+            await w.store.put_question(q)
+        found = await w.store.questions(frozenset({"open"}), None, 10, id_prefix="q-ab")
+        assert sorted(q.id for q in found) == ["q-ab1", "q-ab2"]
 
 
 async def test_tasks_past_their_ttl_are_left_out_before_the_limit(store_site: Site) -> None:
