@@ -30,6 +30,7 @@ class Host:
     opened_ms: int
     closed_ms: int | None = None
     close_reason: str | None = None
+    name: str | None = None  # the daemon's label: an explicit one, or the host's process
 
     @property
     def open(self) -> bool:
@@ -37,8 +38,7 @@ class Host:
 
     @property
     def label(self) -> str:
-        name = f"{self.client_name} {self.client_version}".strip() or self.kind
-        return name
+        return self.name or f"{self.client_name} {self.client_version}".strip() or self.kind
 
     @staticmethod
     def from_wire(data: dict[str, Any]) -> Host:
@@ -55,6 +55,7 @@ class Host:
             opened_ms=int(data.get("openedMs") or 0),
             closed_ms=data.get("closedMs"),
             close_reason=data.get("closeReason"),
+            name=data["label"] if isinstance(data.get("label"), str) else None,
         )
 
 

@@ -116,3 +116,62 @@ def test_after_a_restart_sessions_stay_open_and_shims_are_closed(start_daemon: A
         shim.wait()
         assert shim.stdin is not None
         shim.stdin.close()
+
+
+def _comm(pid: int) -> str:
+    return Path(f"/proc/{pid}/comm").read_text().strip()
+
+
+def _tilde(folder: str) -> str:
+    home = os.path.expanduser("~")
+    return "~" + folder[len(home) :] if folder == home or folder.startswith(home + "/") else folder
+
+
+HTTP_HOST = """
+import sys, httpx
+url = sys.argv[1]
+body = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-11-25",
+        "capabilities": {}, "clientInfo": {"name": "mcp", "version": "0.1.0"}}}
+with httpx.Client() as client:
+    reply = client.post(url, json=body, headers={"Accept": "application/json, text/event-stream"})
+    print(reply.headers["mcp-session-id"], flush=True)
+    sys.stdin.read()  # stays connected until the test is done
+"""
+
+
+def test_hosts_alike_in_client_info_are_told_apart_by_their_process_or_label(start_daemon: Any, tmp_path: Path) -> None:
+    """Every SDK host says `mcp 0.1.0`: a shim is named after the process that spawned it (or its
+    MCPX_HOST_LABEL), a loopback HTTP host after its own process (or its X-Mcpx-Host-Label)."""
+    d = start_daemon({"mcpServers": {"fx": stdio_server(tmp_path)}})
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env.pop("MCPX_HOST_LABEL", None)
+    agent_a, agent_b = tmp_path / "agent-a", tmp_path / "agent-b"
+    agent_a.mkdir()
+    agent_b.mkdir()
+    serve = [sys.executable, "-m", "mcpx", "serve", "--state-dir", str(d.state_dir)]
+    pipes = {"stdin": subprocess.PIPE, "stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
+    # The shim's parent is this test's process: it is named after it (and its working folder).
+    plain = subprocess.Popen(serve, env=env, cwd=agent_a, **pipes)  # type: ignore[call-overload]  # the pipes as keywords
+    labelled = subprocess.Popen(serve, env={**env, "MCPX_HOST_LABEL": "reviewer bot é"}, **pipes)  # type: ignore[call-overload]  # as above
+    http = subprocess.Popen(
+        [sys.executable, "-c", HTTP_HOST, d.url], cwd=agent_b, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert http.stdout is not None and http.stdout.readline().strip()
+        with Api(d) as api, RawHost(d.url) as named:
+            named.modern("tools/list", headers={"X-Mcpx-Host-Label": "nightly%20sweep"})
+            conns = wait_until(lambda: _connections(api) if len(_connections(api)) == 4 else None, 20, "4 hosts")
+        labels = {c["kind"] + ":" + str(c["shimPid"] or ""): c["label"] for c in conns.values()}
+        # The parent's folder, not the shim's own (agent-a).
+        assert labels[f"shim:{plain.pid}"] == f"{_comm(os.getpid())} in {_tilde(os.getcwd())}"
+        assert labels[f"shim:{labelled.pid}"] == "reviewer bot é"
+        assert labels["session:"] == f"{_comm(http.pid)} in {_tilde(str(agent_b))}"
+        assert labels["stateless:"] == "nightly sweep"
+    finally:
+        for proc in (plain, labelled, http):
+            proc.kill()
+            proc.wait()
+            assert proc.stdin is not None
+            proc.stdin.close()
+        assert http.stdout is not None
+        http.stdout.close()

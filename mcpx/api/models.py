@@ -87,6 +87,11 @@ class ConnectionRecord(BaseModel):
     lastSeenMs: int
     closedMs: int | None
     closeReason: str | None
+    label: str | None = Field(
+        description="What an operator tells it apart by: an explicit label (MCPX_HOST_LABEL, the"
+        " X-Mcpx-Host-Label header), else the host's process (`claude in ~/src/api`) where mcpx"
+        " can see it; null otherwise (then clientInfo and peer say who it is)."
+    )
 
 
 class Connection(ConnectionRecord):

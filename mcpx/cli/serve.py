@@ -16,6 +16,8 @@ from anyio.from_thread import BlockingPortal
 from anyio.streams.memory import MemoryObjectSendStream
 from websockets.asyncio.client import connect
 
+from ..connections import naming
+
 
 def _pump_stdin(portal: BlockingPortal, send: MemoryObjectSendStream[bytes]) -> None:
     """Blocking stdin reads, in a daemon thread feeding the relay one line at a time.
@@ -43,6 +45,12 @@ def _pump_stdin(portal: BlockingPortal, send: MemoryObjectSendStream[bytes]) -> 
 async def relay(port: int, token: str) -> int:
     url = f"ws://127.0.0.1:{port}/v1/stdio"
     headers = {"Authorization": f"Bearer {token}", "X-Mcpx-Shim-Pid": str(os.getpid())}
+    # Who the operator sees: the host that spawned this shim, or the name it was given.
+    label, process = os.environ.get(naming.LABEL_ENV), naming.parent_label()
+    if label:
+        headers[naming.LABEL_HEADER] = naming.to_header(label)
+    if process:
+        headers[naming.PROCESS_HEADER] = naming.to_header(process)
     out = sys.stdout.buffer
     try:
         ws = await connect(url, additional_headers=headers, max_size=None, ping_interval=20, open_timeout=10)

@@ -125,7 +125,7 @@ def _essentials(event: Json) -> str:
     kind, d = event["kind"], event.get("data") or {}
     if kind in ("connection.opened", "connection.updated"):
         info = d.get("clientInfo") or {}
-        who = " ".join(str(info[k]) for k in ("name", "version") if info.get(k)) or "?"
+        who = d.get("label") or " ".join(str(info[k]) for k in ("name", "version") if info.get(k)) or "?"
         return f"{d.get('kind')} {d.get('transport')} {d.get('revision') or '-'} {who} from {d.get('peer') or '-'}"
     if kind == "connection.closed":
         return f"closed: {d.get('reason')}"

@@ -24,6 +24,7 @@ class ConnectionRecord:
     key: str | None = None  # a stateless host's identity key (principal, or name/version@address)
     closed_ms: int | None = None
     close_reason: str | None = None
+    label: str | None = None  # what an operator tells it apart by (connections/naming.py)
 
     @property
     def open(self) -> bool:
@@ -43,4 +44,5 @@ class ConnectionRecord:
             "lastSeenMs": self.last_seen_ms,
             "closedMs": self.closed_ms,
             "closeReason": self.close_reason,
+            "label": self.label,
         }

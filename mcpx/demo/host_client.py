@@ -11,6 +11,7 @@ from typing import Any
 import httpx
 
 from .. import __version__
+from ..connections import naming
 from ..protocol.revisions import LEGACY_LATEST, META_CAPS, META_CLIENT_INFO, META_VERSION, MODERN, Era
 from ..upstream.http.streamable import header_value, iter_sse
 
@@ -90,6 +91,10 @@ class HttpHost:
                 h["Mcp-Name"] = header_value(name)
         if self.session_id:
             h["Mcp-Session-Id"] = self.session_id
+        # The demo's hosts are all one python process: they name themselves, as the operator knows them.
+        h[naming.LABEL_HEADER] = naming.to_header(
+            f"{self.client_info.get('name', '')} {self.client_info.get('version', '')}"
+        )
         return h
 
     async def _post(self, msg: dict[str, Any]) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import json
+import os
 import subprocess
 import sys
 from collections.abc import AsyncIterator
@@ -17,6 +18,7 @@ import anyio
 from anyio.abc import Process
 from anyio.streams.buffered import BufferedByteReceiveStream
 
+from ..connections import naming
 from ..protocol.revisions import LEGACY_LATEST
 from .host_client import RpcError
 
@@ -32,7 +34,9 @@ async def open_stdio_host(
     # The shim inherits our stderr (the demo's hosts log). It would start a daemon if none ran:
     # the caller spawns it only while the demo's daemon runs.
     cmd = [sys.executable, "-m", "mcpx", "serve", "--state-dir", str(state_dir)]
-    proc = await anyio.open_process(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=None)
+    label = f"{client_info.get('name', '')} {client_info.get('version', '')}"  # as the operator knows it
+    env = {**os.environ, naming.LABEL_ENV: label}
+    proc = await anyio.open_process(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=None, env=env)
     host = StdioHost(proc)
     try:
         async with anyio.create_task_group() as tg:

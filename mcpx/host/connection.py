@@ -40,6 +40,7 @@ class HostConnection:
     client_caps: dict[str, Any] = field(default_factory=dict)
     log_level: str | None = None
     shim_pid: int | None = None  # the `mcpx serve` process behind a stdio connection
+    label: str | None = None  # what an operator tells it apart by (connections/naming.py)
     created: float = field(default_factory=time.time)
     # Its id in the connection registry (connections/registry.py): public, unlike a legacy session id.
     record_id: str = field(default_factory=new_connection_id)
@@ -110,6 +111,7 @@ class HostConnection:
             peer=self.peer,
             shim_pid=self.shim_pid,
             key=key,
+            label=self.label,
         )
 
 

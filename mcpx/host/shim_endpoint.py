@@ -10,6 +10,7 @@ import anyio
 from anyio.abc import TaskGroup
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
+from ..connections import naming
 from ..protocol import jsonrpc
 from ..protocol.errors import McpError
 from ..protocol.revisions import LEGACY_LATEST, MODERN, is_modern
@@ -36,6 +37,7 @@ class ShimEndpoint:
         conn = HostConnection("stdio", peer=peer)
         pid = ws.headers.get("x-mcpx-shim-pid", "")
         conn.shim_pid = int(pid) if pid.isdigit() else None
+        conn.label = naming.from_header(ws.headers.get(naming.LABEL_HEADER) or ws.headers.get(naming.PROCESS_HEADER))
 
         async def write(frame: dict[str, Any]) -> None:
             async with lock:

@@ -94,7 +94,7 @@ class Host:
             "clientInfo": {"name": self.name, "version": self.version}, "principal": None,
             "peer": "127.0.0.1" if self.transport == "http" else None,
             "shimPid": 4242 if self.kind == "shim" else None, "openedMs": now - 3_600_000,
-            "lastSeenMs": now - 1000, "closedMs": None, "closeReason": None,
+            "lastSeenMs": now - 1000, "closedMs": None, "closeReason": None, "label": None,
         }  # fmt: skip
 
 

@@ -48,7 +48,7 @@ def _conn(
         "clientInfo": {"name": name, "version": version}, "principal": None, "peer": "127.0.0.1",
         "shimPid": 4242 if kind == "shim" else None, "openedMs": NOW - opened_s * 1000,
         "lastSeenMs": NOW - 1000, "closedMs": None if closed_s is None else NOW - closed_s * 1000,
-        "closeReason": reason,
+        "closeReason": reason, "label": None,
     }  # fmt: skip
 
 

@@ -15,6 +15,7 @@ from starlette.types import Receive, Scope
 from starlette.types import Send as AsgiSend
 
 from ...api.origin import origin_allowed
+from ...connections import naming
 from ...protocol import jsonrpc, modern
 from ...protocol.errors import (
     HEADER_MISMATCH,
@@ -29,7 +30,7 @@ from ...protocol.revisions import LEGACY_LATEST, MODERN, Era, is_modern
 from ..auth import TokenTable
 from ..connection import HostConnection, RequestContext
 from ..router import Call, HostRouter, StreamItem, emit, notification_stream, notifier
-from .sessions import HttpHosts
+from .sessions import HttpHosts, label_of
 
 log = logging.getLogger("mcpx.host")
 
@@ -151,9 +152,9 @@ class McpEndpoint:
             # A modern host cancels by closing the stream; its notifications need no session.
             return await _json(send, 202, None)
         if msg.method == "initialize" and not is_modern(msg.params):
-            return await self._initialize(msg, peer, principal, send)
+            return await self._initialize(msg, peer, principal, headers, send)
         if is_modern(msg.params):
-            conn = await self.hosts.stateless(principal, msg.params, peer)
+            conn = await self.hosts.stateless(principal, msg.params, peer, headers.get(naming.LABEL_HEADER))
             try:
                 modern.check_version_header(msg.params, headers)
                 ctx = self.router.modern_context(conn, msg.params, None)
@@ -211,11 +212,14 @@ class McpEndpoint:
             return await _json(send, 429, frame, [(b"retry-after", retry)])
         await self._run(ctx, msg, headers, receive, send)
 
-    async def _initialize(self, msg: jsonrpc.Message, peer: str | None, principal: str | None, send: AsgiSend) -> None:
+    async def _initialize(
+        self, msg: jsonrpc.Message, peer: str | None, principal: str | None, headers: dict[str, str], send: AsgiSend
+    ) -> None:
         conn = HostConnection("http", peer=peer, principal=principal)
         frame = self.router.initialize(conn, msg)
         if "error" in frame:
             return await _json(send, 200, frame)
+        conn.label = await label_of(peer, headers.get(naming.LABEL_HEADER))
         if not await self.hosts.start_session(conn):
             return await _json(
                 send,

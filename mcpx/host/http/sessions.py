@@ -10,6 +10,9 @@ import logging
 from collections import OrderedDict
 from typing import Any
 
+import anyio
+
+from ...connections import naming
 from ...connections.record import ConnectionRecord
 from ...protocol import jsonrpc
 from ...protocol.ids import opaque_id
@@ -46,6 +49,7 @@ class HttpHosts:
                     "principal": conn.principal,
                     "peer": conn.peer,
                     "recordId": conn.record_id,
+                    "label": conn.label,
                 },
             )
         except StoreError as exc:
@@ -74,6 +78,7 @@ class HttpHosts:
                 revision=saved["revision"],
                 client_info=saved.get("clientInfo") or {},
                 client_caps=saved.get("clientCaps") or {},
+                label=saved.get("label") if isinstance(saved.get("label"), str) else None,
             )
             if isinstance(saved.get("recordId"), str):
                 conn.record_id = saved["recordId"]
@@ -92,21 +97,28 @@ class HttpHosts:
         await self.store.delete_session(conn.id)
         await self.router.close(conn, "session deleted by the host")
 
-    async def stateless(self, principal: str | None, params: dict[str, Any], peer: str | None) -> HostConnection:
-        """Stateless hosts, grouped for the console: principal, else clientInfo + peer address."""
+    async def stateless(
+        self, principal: str | None, params: dict[str, Any], peer: str | None, label_header: str | None = None
+    ) -> HostConnection:
+        """Stateless hosts, grouped for the console: principal, else clientInfo + peer address, and
+        the explicit label a host sends (two agents alike in all else are two hosts then)."""
         info = jsonrpc.as_object(jsonrpc.as_object(params.get("_meta")).get("io.modelcontextprotocol/clientInfo"))
         host = (peer or "").rsplit(":", 1)[0]
+        label = naming.from_header(label_header)
         key = f"principal:{principal}" if principal else f"{info.get('name', '?')}/{info.get('version', '?')}@{host}"
+        if label is not None:
+            key += f"#{label}"
         conn = self._modern.get(key)
         if conn is not None:
             self._modern.move_to_end(key)
             await conn.registered.wait()  # a concurrent first request is still registering it
             return conn
         conn = HostConnection("http", peer=host, principal=principal, client_info=info)
+        self._modern[key] = conn  # before the lookup below yields: a concurrent request waits on it
+        conn.label = label or await label_of(peer, None)
         known = self.router.registry.find_stateless(key)  # the same host, seen before a restart
         if known is not None:
             conn.record_id = known.id
-        self._modern[key] = conn
         try:
             await self.router.open(conn, "stateless", key)
         finally:
@@ -144,3 +156,16 @@ class HttpHosts:
         for conn in list(self.sessions.values()):
             self.router.forget(conn)
         self.sessions.clear()
+
+
+PEER_LOOKUP_S = 1.0  # a loopback host's process is looked up at most this long (/proc, off the loop)
+
+
+async def label_of(peer: str | None, label_header: str | None) -> str | None:
+    """An HTTP host's name: the label it sends, else its process when it is on loopback (Linux)."""
+    label = naming.from_header(label_header)
+    if label is not None or peer is None:
+        return label
+    with anyio.move_on_after(PEER_LOOKUP_S):
+        return await anyio.to_thread.run_sync(naming.peer_label, peer, abandon_on_cancel=True)
+    return None

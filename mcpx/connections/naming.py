@@ -1,0 +1,129 @@
+"""What an operator tells host connections apart by: the process behind one.
+
+Two agents on one machine often send the same `clientInfo` (every official SDK host says
+`mcp 0.1.0`), so a connection is named after the process that runs the host where mcpx can find
+it: `claude in ~/src/api`. `mcpx serve` names its parent (the host that spawned it); the daemon
+names a loopback HTTP host's peer process through /proc (Linux). An explicit label wins over both:
+`MCPX_HOST_LABEL` in the shim's environment, or the `X-Mcpx-Host-Label` header of an HTTP host.
+Elsewhere, or when the process cannot be read, the name stays empty and the surfaces fall back to
+`clientInfo` and the peer address.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from urllib.parse import quote, unquote
+
+LABEL_ENV = "MCPX_HOST_LABEL"
+LABEL_HEADER = "x-mcpx-host-label"  # an HTTP host's explicit name, as mcpx serve sends it too
+PROCESS_HEADER = "x-mcpx-host-process"  # mcpx serve: the process that started it
+MAX_LABEL = 120
+PROC = Path("/proc")
+_LOOPBACK = ("127.", "::1", "::ffff:127.")
+
+
+def clean_label(value: str | None) -> str | None:
+    """A label as shown: printable, one line, bounded; None when nothing is left."""
+    if value is None:
+        return None
+    text = "".join(ch if ch.isprintable() else " " for ch in value).strip()[:MAX_LABEL]
+    return text or None
+
+
+def to_header(label: str) -> str:
+    """A label as a header value: UTF-8, percent-encoded where HTTP's ASCII does not reach."""
+    return quote(clean_label(label) or "", safe=" !\"#$&'()*+,-./:;<=>?@[]^_`{|}~")
+
+
+def from_header(value: str | None) -> str | None:
+    """A label from a header (percent-encoded UTF-8, or plain ASCII), cleaned."""
+    return clean_label(unquote(value)) if value else None
+
+
+def process_label(pid: int, proc: Path = PROC, home: str | None = None) -> str | None:
+    """`<command> in <working folder>` of a process (the folder with `~` for the home folder), or
+    None when /proc does not show it (another platform, another user's process, gone)."""
+    try:
+        command = (proc / str(pid) / "comm").read_text().strip()
+        cwd = os.readlink(proc / str(pid) / "cwd")
+    except OSError:
+        return None
+    home = os.path.expanduser("~") if home is None else home
+    if home and home != "/" and (cwd == home or cwd.startswith(home + "/")):
+        cwd = "~" + cwd[len(home) :]
+    return clean_label(f"{command} in {cwd}" if command else None)
+
+
+def parent_label() -> str | None:
+    """mcpx serve's parent: the host that spawned it."""
+    return process_label(os.getppid())
+
+
+def is_loopback(host: str) -> bool:
+    return host.startswith(_LOOPBACK) or host == "localhost"
+
+
+def _hex_address(host: str, port: int) -> set[str]:
+    """How /proc/net/tcp{,6} spells host:port (little-endian words), for IPv4 and IPv6 loopback."""
+    out = set()
+    if ":" not in host:  # IPv4, also as an IPv4-mapped IPv6 address in tcp6
+        a, b, c, d = (int(x) for x in host.split("."))
+        out.add(f"{d:02X}{c:02X}{b:02X}{a:02X}:{port:04X}")
+        out.add(f"0000000000000000FFFF0000{d:02X}{c:02X}{b:02X}{a:02X}:{port:04X}")
+    elif host == "::1":
+        out.add(f"00000000000000000000000001000000:{port:04X}")
+    return out
+
+
+def socket_owner(host: str, port: int, proc: Path = PROC) -> int | None:
+    """The pid of the local process whose TCP socket is bound to host:port (the peer of a loopback
+    connection the daemon accepted), or None. Reads /proc/net/tcp{,6}, then the fds of every
+    process it may read: run it off the event loop."""
+    try:
+        wanted = _hex_address(host, port)
+    except ValueError:
+        return None
+    inode = None
+    for table in ("tcp", "tcp6"):
+        try:
+            lines = (proc / "net" / table).read_text().splitlines()[1:]
+        except OSError:
+            continue
+        for line in lines:
+            fields = line.split()
+            if len(fields) > 9 and fields[1] in wanted:
+                inode = fields[9]
+                break
+        if inode is not None:
+            break
+    if inode is None or inode == "0":
+        return None
+    target = f"socket:[{inode}]"
+    me = os.getpid()
+    try:
+        entries = list(proc.iterdir())
+    except OSError:
+        return None
+    for entry in entries:
+        if not entry.name.isdigit() or int(entry.name) == me:
+            continue
+        try:
+            for fd in (entry / "fd").iterdir():
+                if os.readlink(fd) == target:
+                    return int(entry.name)
+        except OSError:
+            continue  # gone, or not ours to read
+    return None
+
+
+def peer_label(peer: str | None) -> str | None:
+    """The label of a loopback HTTP host's process, from its `address:port`; None otherwise."""
+    if not peer:
+        return None
+    host, _, port = peer.rpartition(":")
+    host = host.strip("[]")
+    if not port.isdigit() or not is_loopback(host):
+        return None
+    pid = socket_owner(host, int(port))
+    return process_label(pid) if pid is not None else None
