@@ -186,6 +186,11 @@ class Question(BaseModel):
     error: Json | None
     closedMs: int | None
     reason: str | None
+    candidates: list[Json] = Field(
+        description="A question no one call can be tied to (a shared stdio server, calls of several hosts"
+        " in flight) is an operator's alone: these are the calls that may have asked it, each"
+        " {connectionId, taskId, method, name}. Empty otherwise."
+    )
 
 
 class QuestionList(BaseModel):

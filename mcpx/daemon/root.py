@@ -105,6 +105,7 @@ class Daemon:
             state_dir / session_record.FOLDER,
             on_change=self._on_list_changed,
             on_resource_updated=self._on_resource_updated,
+            ask_operator=self._ask_operator,
         )
         self.hub = Hub()
         self.bus = EventBus()
@@ -193,6 +194,21 @@ class Daemon:
 
     async def _on_list_changed(self, server: UpstreamServer, kinds: tuple[str, ...]) -> None:
         await self.hub.list_changed(kinds)
+
+    async def _ask_operator(
+        self, upstream: str, method: str, params: dict[str, Any], candidates: list[dict[str, Any]]
+    ) -> dict[str, Any]:
+        """A question a shared server asked while calls of several hosts were in flight: an operator's."""
+        clean = {k: v for k, v in params.items() if k != "_meta"}
+        return await self.broker.ask(
+            upstream=upstream,
+            method=method,
+            params=clean,
+            task_id=None,
+            connection=None,
+            host_ask=None,
+            candidates=candidates,
+        )
 
     async def _on_resource_updated(self, server: UpstreamServer, uri: str) -> None:
         await self.hub.resource_updated(server.naming.uri_out(uri))

@@ -86,9 +86,10 @@ class Call:
     def ask(self, message: str, schema: dict[str, Any]) -> dict[str, Any]:
         """Ask the host a form question mid-call and return its ElicitResult.
 
-        mcpx ties a stdio upstream's question to a call only while that call is the upstream's
-        only one in flight, and answers -32601 otherwise; another call may have been arriving
-        just then, so -32601 is retried for a few seconds before it counts as the answer.
+        mcpx puts a stdio upstream's question to a host only while every call in flight is that
+        host's; otherwise it is an operator's, and with no operator attached mcpx answers -32601.
+        The other host's call may end soon, so -32601 is retried for a few seconds before it
+        counts as the answer.
         """
         params = {"mode": "form", "message": message, "requestedSchema": schema}
         for attempt in range(10):

@@ -14,6 +14,8 @@ request and retries the upstream with the answers.
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,7 +29,7 @@ from ..protocol.revisions import Era
 from ..tasks.engine import TaskEngine, current_run, now_ms
 from ..upstream import carry_on
 from ..upstream.pool import Route, UpstreamServer
-from ..upstream.session import RELAYED_CLIENT_CAPS, OnNotify, OnSent, UpstreamSession
+from ..upstream.session import RELAYED_CLIENT_CAPS, Caller, OnNotify, OnSent, UpstreamSession, current_caller
 from ..upstream.tasks import follow, foreign_sessions
 from .asking import Asker
 from .connection import RequestContext
@@ -129,7 +131,7 @@ class UpstreamCalls:
         raw_state: bool = False,
     ) -> dict[str, Any]:
         """One upstream request for a host request, with the questions the upstream asks on the way."""
-        with server.call_slot():
+        with server.call_slot(), _calling_for(ctx, server, params):
             return await self._forward(ctx, server, method, params, timeout, raw_state=raw_state)
 
     async def _forward(
@@ -252,7 +254,7 @@ class UpstreamCalls:
             return await self.asker.ask_round(ctx, requests, server)
 
         try:
-            with server.call_slot(), anyio.fail_after(timeout):
+            with server.call_slot(), _calling_for(ctx, server, named), anyio.fail_after(timeout):
                 res = await follow.call(
                     session,
                     req.params,
@@ -315,3 +317,24 @@ class UpstreamCalls:
             await ctx.notify(msg)
 
         return relay
+
+
+@contextlib.contextmanager
+def _calling_for(ctx: RequestContext, server: UpstreamServer, params: dict[str, Any]) -> Iterator[None]:
+    """The upstream requests made in here are this host's (session.current_caller): a question an
+    upstream asks without naming its request is then put to the host only when it is certain. The
+    name is the one hosts see (params hold the upstream's own)."""
+    name, uri = params.get("name"), params.get("uri")
+    exposed = (
+        server.naming.name_out(name)
+        if isinstance(name, str)
+        else server.naming.uri_out(uri)
+        if isinstance(uri, str)
+        else None
+    )
+    caller = Caller(ctx.conn.record_id, ctx.task_id, exposed)
+    token = current_caller.set(caller)
+    try:
+        yield
+    finally:
+        current_caller.reset(token)

@@ -112,9 +112,11 @@ class Broker:
         host_ask: HostAsk | None,
         on_waiting: OnWaiting | None = None,
         qid: str | None = None,
+        candidates: list[dict[str, Any]] | None = None,
     ) -> dict[str, Any]:
         """Open a question and return the first answer: the host's (if it can be asked), an
-        operator's, or the expiry default. Raises what the upstream should get as an error."""
+        operator's, or the expiry default. Raises what the upstream should get as an error.
+        `candidates`: the calls that may have asked it, when it could not be tied to one."""
         if self._closed is not None:
             raise InternalError(f"question not asked: {self._closed}")
         self._check_room(method, params, task_id)
@@ -129,6 +131,7 @@ class Broker:
             task_id=task_id,
             connection=connection,
             host_can_answer=host_ask is not None,
+            candidates=list(candidates or []),
         )
         waiting = _Waiting(q)
         self._open[q.id] = waiting
@@ -191,7 +194,13 @@ class Broker:
                 await self.bus.operator_attached()
             if not self.bus.operators():
                 capability = CAPABILITY_FOR.get(q.method, q.method)
-                reason = f"the host did not declare {capability} and no operator is attached"
+                if q.candidates:
+                    reason = (
+                        f"mcpx cannot tell which of the {len(q.candidates)} calls in flight on {q.upstream} asked"
+                        " (so no host may answer it) and no operator is attached: attach one (mcpx console)"
+                    )
+                else:
+                    reason = f"the host did not declare {capability} and no operator is attached"
                 error = MethodNotFound(f"Method not found: {q.method} ({reason})")
                 if await self._expire(q, reason, error.to_error(), waiting=waiting):
                     waiting.error = error

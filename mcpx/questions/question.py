@@ -9,7 +9,7 @@ mistyped answer is refused (HTTP 422 naming the field) instead of breaking the u
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from . import elicitation
@@ -45,6 +45,9 @@ class Question:
     error: dict[str, Any] | None = None  # or the JSON-RPC error it was given instead
     closed_ms: int | None = None
     reason: str | None = None  # why it expired
+    # When it could not be tied to one call (a shared stdio server, calls of several hosts in flight):
+    # every call that may have asked it, for the operator it goes to (session.Caller.wire).
+    candidates: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def kind(self) -> QuestionKind:
@@ -72,6 +75,7 @@ class Question:
             "error": self.error,
             "closedMs": self.closed_ms,
             "reason": self.reason,
+            "candidates": self.candidates,
         }
         return out
 

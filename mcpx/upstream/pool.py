@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import time
 from collections.abc import Awaitable, Callable, Iterator
@@ -37,6 +38,9 @@ RESTART_WAIT_S = 2.0
 UpstreamState = Literal["starting", "ready", "restarting", "down", "stopped"]
 OnListChanged = Callable[["UpstreamServer", tuple[str, ...]], Awaitable[None]]
 OnResourceUpdated = Callable[["UpstreamServer", str], Awaitable[None]]  # (server, the upstream's uri)
+# A question a server asked that no one call can be tied to, for an operator: (server key, method,
+# params, the calls that may have asked it) -> the result the server gets (session.AskOperator).
+AskOperator = Callable[[str, str, dict[str, Any], list[dict[str, Any]]], Awaitable[dict[str, Any]]]
 
 
 def latest_run_lines(log_tail: str, lines: int) -> list[str]:
@@ -106,8 +110,10 @@ class UpstreamServer:
         sessions_folder: Path | None = None,
         on_change: OnListChanged | None = None,
         on_resource_updated: OnResourceUpdated | None = None,
+        ask_operator: AskOperator | None = None,
     ) -> None:
         self.key = key
+        self.ask_operator = ask_operator
         # Where a 2025-11-25 HTTP upstream's session is remembered for the next daemon (http_session_record).
         self.sessions_folder = sessions_folder if cfg.transport == "http" else None
         self.keepers = keepers if cfg.transport == "stdio" else None
@@ -218,7 +224,8 @@ class UpstreamServer:
         else:
             transport = HttpTransport(self.key, self.cfg)
         self._transport = transport
-        session = UpstreamSession(self.key, transport, self._on_event)
+        ask = functools.partial(self.ask_operator, self.key) if self.ask_operator is not None else None
+        session = UpstreamSession(self.key, transport, self._on_event, ask)
         session.detached = self.detached
         if keeper is not None:
             keeper.detach = self.detached
@@ -517,9 +524,11 @@ class UpstreamPool:
         *,
         on_change: OnListChanged | None = None,
         on_resource_updated: OnResourceUpdated | None = None,
+        ask_operator: AskOperator | None = None,
     ) -> None:
         """`on_change` and `on_resource_updated` hear what any server pushes (list changes, a
-        subscribed resource updated), for the hosts."""
+        subscribed resource updated), for the hosts; `ask_operator` takes a question a server asks
+        that no one host's call can be tied to."""
         self.config = config
         k = config.keepers
         self.keepers = KeeperSettings(keepers_folder, k.graceS, k.bufferBytes) if keepers_folder and k.enabled else None
@@ -534,6 +543,7 @@ class UpstreamPool:
                 sessions_folder=sessions_folder,
                 on_change=on_change,
                 on_resource_updated=on_resource_updated,
+                ask_operator=ask_operator,
             )
             for key, cfg in config.active_servers.items()
         }

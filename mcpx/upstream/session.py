@@ -7,6 +7,7 @@ means a 2026-07-28 server; anything else, or silence, means a handshake server, 
 
 from __future__ import annotations
 
+import contextvars
 import itertools
 import logging
 import weakref
@@ -54,6 +55,27 @@ OnSent = Callable[[jsonrpc.Id], Awaitable[None]]
 MAX_ORPHANS = 10_000  # replies to a previous daemon's requests, held until a task row claims them
 # Requests a server may send mid-call; mcpx relays them to whoever made the call.
 _CALL_METHODS = frozenset({"tools/call", "prompts/get", "resources/read", "tasks/result"})
+
+
+@dataclass(frozen=True)
+class Caller:
+    """Who a request to an upstream is made for: the host connection (its registry id), the mcpx
+    task it runs under, what it calls. Set around a host's call (`current_caller`), so a question the
+    upstream asks with no request named on it can be put to the right host, or listed for an operator
+    with every call that may have asked it."""
+
+    connection: str | None
+    task_id: str | None = None
+    name: str | None = None  # the tool (prompt, resource) called
+
+    def wire(self, method: str) -> dict[str, Any]:
+        return {"connectionId": self.connection, "taskId": self.task_id, "method": method, "name": self.name}
+
+
+current_caller: contextvars.ContextVar[Caller | None] = contextvars.ContextVar("mcpx_upstream_caller", default=None)
+# An upstream's question that no one call can be tied to, for an operator: (method, params, the calls
+# in flight that may have asked it, as Caller.wire shows them) -> the result the upstream gets.
+AskOperator = Callable[[str, dict[str, Any], list[dict[str, Any]]], Awaitable[dict[str, Any]]]
 # What mcpx declares to handshake upstreams: it can relay these to hosts that declared them.
 RELAYED_CLIENT_CAPS: dict[str, dict[str, Any]] = {"elicitation": {}, "sampling": {}, "roots": {}}
 
@@ -67,15 +89,25 @@ class _Pending:
     done: anyio.Event = field(default_factory=anyio.Event)
     reply: dict[str, Any] | None = None
     sink: FrameSink | None = None  # the task's frame log, when a task's call made this request
+    caller: Caller | None = None  # who it was made for (current_caller when it was sent)
     # Server requests being answered for this call: they end when the call does.
     handlers: set[anyio.CancelScope] = field(default_factory=set)
 
 
 class UpstreamSession:
-    def __init__(self, name: str, transport: Transport, on_event: OnEvent | None = None) -> None:
+    def __init__(
+        self,
+        name: str,
+        transport: Transport,
+        on_event: OnEvent | None = None,
+        ask_operator: AskOperator | None = None,
+    ) -> None:
+        """`ask_operator` answers a question the server asks while calls of several hosts are in
+        flight and none is named on it (stdio): it is an operator's alone then."""
         self.name = name
         self.transport = transport
         self.on_event = on_event
+        self.ask_operator = ask_operator
         self.era: Era | None = None
         self.revision: str | None = None
         self.server_info: dict[str, Any] = {}
@@ -173,11 +205,14 @@ class UpstreamSession:
         method = msg.get("method")
         params = jsonrpc.as_object(msg.get("params"))
         slot = self._pending.get(related_id) if related_id is not None else None
+        unattributed: list[_Pending] = []
         if slot is None:
-            # Over stdio a request names no call. It is attached only when that is certain: exactly
-            # one call is in flight, so no other host's call could have caused it.
+            # Over stdio a request names no call. It goes to a host only when mcpx is certain which
+            # host's call asked: one call in flight, or every call in flight is that one host's.
             calls = [p for p in self._pending.values() if p.method in _CALL_METHODS]
-            slot = calls[0] if len(calls) == 1 else None
+            slot = _one_hosts_call(calls)
+            if slot is None:
+                unattributed = calls
         if slot is not None and slot.sink is not None:
             slot.sink("upstream", "in", msg)
         if method == "ping":
@@ -200,10 +235,23 @@ class UpstreamSession:
                 reply = jsonrpc.error(msg["id"], {"code": -32603, "message": f"mcpx could not get an answer: {exc}"})
             finally:
                 slot.handlers.discard(scope)
+        elif unattributed and self.ask_operator is not None:
+            # Another host's data may be in it: never a host's to answer, an operator's always.
+            candidates = [p.caller.wire(p.method) if p.caller else {"method": p.method} for p in unattributed]
+            try:
+                reply = jsonrpc.result(msg["id"], await self.ask_operator(str(method), params, candidates))
+            except McpError as exc:
+                reply = jsonrpc.error(msg["id"], exc.to_error())
+            except UpstreamError as exc:
+                reply = jsonrpc.error(msg["id"], exc.error)
         else:
+            why = f"{len(unattributed)} calls were in flight" if unattributed else "no call was in flight"
             reply = jsonrpc.error(
                 msg["id"],
-                {"code": -32601, "message": f"mcpx cannot tell which call asked {method}; nobody can answer it"},
+                {
+                    "code": -32601,
+                    "message": f"mcpx cannot tell which call asked {method} ({why}); nobody can answer it",
+                },
             )
         if slot is not None and slot.sink is not None:
             slot.sink("upstream", "out", reply)
@@ -242,7 +290,7 @@ class UpstreamSession:
             token_key = f"mcpx-{rid}"
             self._progress[token_key] = (meta["progressToken"], on_notify, sink)
             params["_meta"] = {**meta, "progressToken": token_key}
-        slot = _Pending(method, on_notify, on_request, sink=sink)
+        slot = _Pending(method, on_notify, on_request, sink=sink, caller=current_caller.get())
         meta = params.get("_meta")
         slot.wants_logs = isinstance(meta, dict) and META_LOG_LEVEL in meta
         self._pending[rid] = slot
@@ -446,3 +494,16 @@ async def _safe(cb: OnNotify, msg: dict[str, Any]) -> None:
         await cb(msg)
     except Exception:  # a host that went away must not break the upstream reader
         log.debug("notification relay failed", exc_info=True)
+
+
+def _one_hosts_call(calls: list[_Pending]) -> _Pending | None:
+    """The call a question with no request named on it belongs to, when that is certain: the only
+    one in flight, or (several in flight, all of one host connection) one of that host's that can
+    be asked, the newest."""
+    if len(calls) == 1:
+        return calls[0]
+    hosts = {p.caller.connection if p.caller is not None else None for p in calls}
+    if len(hosts) != 1 or None in hosts:
+        return None
+    askable = [p for p in calls if p.on_request is not None]
+    return askable[-1] if askable else None

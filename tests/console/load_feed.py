@@ -210,7 +210,7 @@ class LoadBackend:
             "params": {"message": "Approve the next step?", "requestedSchema": DEPLOY_SCHEMA}, "status": "open",
             "createdMs": created, "expiresMs": created + 600_000, "taskId": tid, "connectionId": host.id,
             "inputKey": qid if tid is not None and host.era == "modern" else None, "hostCanAnswer": False,
-            "answeredBy": None, "answer": None, "error": None, "closedMs": None, "reason": None,
+            "answeredBy": None, "answer": None, "error": None, "closedMs": None, "reason": None, "candidates": [],
         }  # fmt: skip
 
     # ---- the live stream -------------------------------------------------------------------

@@ -69,7 +69,7 @@ def _question(qid: str, cid: str, task: str | None, message: str, age_s: int, sc
         "params": {"message": message, "requestedSchema": schema}, "status": "open",
         "createdMs": NOW - age_s * 1000, "expiresMs": NOW + 600_000, "taskId": task, "connectionId": cid,
         "inputKey": qid if task else None, "hostCanAnswer": False, "answeredBy": None, "answer": None,
-        "error": None, "closedMs": None, "reason": None,
+        "error": None, "closedMs": None, "reason": None, "candidates": [],
     }  # fmt: skip
 
 
