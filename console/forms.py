@@ -152,6 +152,18 @@ def _sampling_request(params: Mapping[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def _warning(upstream: str, candidates: object) -> str:
+    """Who is asking. A question no one call could be tied to (a shared stdio server, calls of
+    several hosts in flight) names the calls that may have asked it: any of them may see the answer."""
+    if not isinstance(candidates, list) or not candidates:
+        return f"{upstream} is asking; only answer what you would tell it"
+    names = [str(c.get("name") or c.get("method") or "?") for c in candidates if isinstance(c, dict)]
+    return (
+        f"{upstream} is asking for one of {len(candidates)} calls in flight ({', '.join(names)}), mcpx cannot"
+        " tell which: only answer what you would tell any of them"
+    )
+
+
 def form_spec(question: Mapping[str, Any]) -> FormSpec:
     """What to show for a question (as ``GET /v1/questions/{id}`` returns it)."""
     kind, upstream = str(question.get("kind", "other")), str(question.get("upstream", "the upstream"))
@@ -162,7 +174,7 @@ def form_spec(question: Mapping[str, Any]) -> FormSpec:
         title=f"{upstream} asks",
         message=_text(params.get("message")),
         upstream=upstream,
-        warning=f"{upstream} is asking; only answer what you would tell it",
+        warning=_warning(upstream, question.get("candidates")),
     )
     if kind == "url-elicitation":
         return replace(base, title=f"{upstream} asks you to open a URL", url=_text(params.get("url")))

@@ -10,13 +10,15 @@ questions are server requests; `confirm` waits a second, then asks; `watch` runs
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 import sys
 import threading
 from collections.abc import Iterator
 from typing import Any
 
 import httpx
-from harness import UNIT, Api, Daemon, RawHost, operator_attached, wait_until
+from harness import ROOT, UNIT, Api, Daemon, RawHost, operator_attached, wait_until
 
 DEMO = {"command": sys.executable, "args": ["-m", "mcpx.demo.upstream", "--tools", "watch,confirm"]}
 ASKING = {"elicitation": {}}  # every host here could answer: where a question goes is mcpx's choice
@@ -106,6 +108,15 @@ def test_with_two_hosts_calls_in_flight_the_question_is_an_operators_listing_bot
             conns = {c["id"]: c for c in api.get("/v1/connections").json()["connections"]}
             assert {name for _, name in callers} == {"demo__watch", "demo__confirm"} and len(callers) == 2
             assert {cid for cid, _ in callers} <= set(conns) and len({cid for cid, _ in callers}) == 2
+            shown = subprocess.run(
+                [sys.executable, "-m", "mcpx", "questions", "show", q["id"][:8], "--state-dir", str(d.state_dir)],
+                capture_output=True,
+                text=True,
+                timeout=30 * UNIT,
+                env={**os.environ, "PYTHONPATH": str(ROOT)},
+            )
+            assert "asked by   one of 2 calls in flight" in shown.stdout, shown
+            assert "demo__watch of connection" in shown.stdout and "demo__confirm of connection" in shown.stdout
             answer = {"action": "accept", "content": {"ok": True}, "by": "olga"}
             assert api.post(f"/v1/questions/{q['id']}/answer", json=answer).status_code == 200
         assert confirming.result()["result"]["content"][0]["text"] == "Ship it? — yes"

@@ -247,6 +247,14 @@ def question_detail(q: Json) -> str:
         f"host       {'can' if q.get('hostCanAnswer') else 'cannot'} answer it",
         f"asks       {question_asks(q)}",
     ]
+    candidates = q.get("candidates") or []
+    if candidates:  # no one call could be tied to it: an operator's alone
+        lines.append(f"asked by   one of {len(candidates)} calls in flight (mcpx cannot tell which):")
+        lines.extend(
+            f"  {c.get('name') or c.get('method')} of connection {c.get('connectionId') or '-'}"
+            + (f", task {c['taskId']}" if c.get("taskId") else "")
+            for c in candidates
+        )
     fields = form_lines((q.get("params") or {}).get("requestedSchema"))
     if fields:
         lines.append("fields (answer with --accept name=value ...):")

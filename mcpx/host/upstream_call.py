@@ -14,8 +14,6 @@ request and retries the upstream with the answers.
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -131,8 +129,12 @@ class UpstreamCalls:
         raw_state: bool = False,
     ) -> dict[str, Any]:
         """One upstream request for a host request, with the questions the upstream asks on the way."""
-        with server.call_slot(), _calling_for(ctx, server, params):
-            return await self._forward(ctx, server, method, params, timeout, raw_state=raw_state)
+        token = current_caller.set(_caller(ctx, server, params))
+        try:
+            with server.call_slot():
+                return await self._forward(ctx, server, method, params, timeout, raw_state=raw_state)
+        finally:
+            current_caller.reset(token)
 
     async def _forward(
         self,
@@ -253,8 +255,9 @@ class UpstreamCalls:
         async def ask_round(requests: dict[str, Any]) -> dict[str, Any]:
             return await self.asker.ask_round(ctx, requests, server)
 
+        token = current_caller.set(_caller(ctx, server, named))
         try:
-            with server.call_slot(), _calling_for(ctx, server, named), anyio.fail_after(timeout):
+            with server.call_slot(), anyio.fail_after(timeout):
                 res = await follow.call(
                     session,
                     req.params,
@@ -273,6 +276,8 @@ class UpstreamCalls:
                 )
         except TimeoutError:
             raise UpstreamUnavailable(f"upstream {server.key!r} did not finish tools/call within {timeout} s") from None
+        finally:
+            current_caller.reset(token)
         if res.get("resultType") == "input_required":
             return res  # a 2026 MRTR round before any upstream task: the caller answers it
         return shaping.call_result_for(server.naming.call_result_out(res), ctx.revision)
@@ -319,11 +324,10 @@ class UpstreamCalls:
         return relay
 
 
-@contextlib.contextmanager
-def _calling_for(ctx: RequestContext, server: UpstreamServer, params: dict[str, Any]) -> Iterator[None]:
-    """The upstream requests made in here are this host's (session.current_caller): a question an
-    upstream asks without naming its request is then put to the host only when it is certain. The
-    name is the one hosts see (params hold the upstream's own)."""
+def _caller(ctx: RequestContext, server: UpstreamServer, params: dict[str, Any]) -> Caller:
+    """Whose the upstream requests of this call are (session.current_caller): a question an upstream
+    asks without naming its request is then put to the host only when it is certain. The name is the
+    one hosts see (params hold the upstream's own)."""
     name, uri = params.get("name"), params.get("uri")
     exposed = (
         server.naming.name_out(name)
@@ -332,9 +336,4 @@ def _calling_for(ctx: RequestContext, server: UpstreamServer, params: dict[str, 
         if isinstance(uri, str)
         else None
     )
-    caller = Caller(ctx.conn.record_id, ctx.task_id, exposed)
-    token = current_caller.set(caller)
-    try:
-        yield
-    finally:
-        current_caller.reset(token)
+    return Caller(ctx.conn.record_id, ctx.task_id, exposed)

@@ -67,8 +67,8 @@ class Naming:
     def call_result_out(self, result: dict[str, Any]) -> dict[str, Any]:
         """A CallToolResult with its content's resource URIs exposed (content_out)."""
         content = result.get("content")
-        if self.namespace is None or not isinstance(content, list):
-            return result
+        if self.namespace is None or not isinstance(content, list) or not any(map(_names_a_resource, content)):
+            return result  # the usual case, on the hot path: nothing to copy
         return {**result, "content": [self.content_out(block) for block in content]}
 
     def prompt_result_out(self, result: dict[str, Any]) -> dict[str, Any]:
@@ -88,6 +88,10 @@ class Naming:
         if not isinstance(value, str):
             return item
         return {**item, field: self.uri_out(value) if kind.startswith("resource") else self.name_out(value)}
+
+
+def _names_a_resource(block: object) -> bool:
+    return isinstance(block, dict) and block.get("type") in ("resource_link", "resource")
 
 
 def template_matches(template: str, uri: str) -> bool:

@@ -75,6 +75,17 @@ def daemon_accepts(q: dict[str, Any], content: dict[str, Any]) -> bool:
 # ---- question -> FormSpec ----
 
 
+def test_a_question_no_call_could_be_tied_to_names_the_calls_that_may_have_asked_it() -> None:
+    q = question("elicitation", _example("ElicitRequest", "elicitation-request.json")["params"])
+    q["candidates"] = [
+        {"connectionId": "c-a", "taskId": None, "method": "tools/call", "name": "demo__watch"},
+        {"connectionId": "c-b", "taskId": "t-1", "method": "tools/call", "name": "demo__confirm"},
+    ]
+    warning = form_spec(q).warning
+    assert "one of 2 calls in flight (demo__watch, demo__confirm)" in warning
+    assert "only answer what you would tell any of them" in warning
+
+
 def test_the_spec_example_request_becomes_one_required_text_field() -> None:
     q = question("elicitation", _example("ElicitRequest", "elicitation-request.json")["params"])
     spec = form_spec(q)
