@@ -182,7 +182,17 @@ class Broker:
                 if await self._settle(q, None, error, f"host:{q.connection}", waiting=waiting):
                     waiting.error = exc if isinstance(exc, (UpstreamError, McpError)) else UpstreamError(error)
                 waiting.done.set()
-            return  # an elicitation may still be answered by an operator
+                return
+            # An elicitation may still be answered by an operator, if one is (or soon is) attached;
+            # otherwise nobody will, and the upstream is not held until the question expires.
+            if self.wait_for_operator == "attached" and not self.bus.operators():
+                with anyio.move_on_after(self.operator_grace_s):
+                    await self.bus.operator_attached()
+                if not self.bus.operators():
+                    reason = "the host could not answer and no operator is attached"
+                    await self._expire(q, reason, waiting=waiting, unanswered=True)
+                    waiting.done.set()
+            return
         await self.answer(q.id, answer, f"host:{q.connection}")
 
     async def _need_operator(self, waiting: _Waiting, on_waiting: OnWaiting | None) -> None:
@@ -365,13 +375,20 @@ class Broker:
         return True
 
     async def _expire(
-        self, q: Question, reason: str, error: dict[str, Any] | None = None, *, waiting: _Waiting | None = None
+        self,
+        q: Question,
+        reason: str,
+        error: dict[str, Any] | None = None,
+        *,
+        waiting: _Waiting | None = None,
+        unanswered: bool = False,
     ) -> bool:
         """Close `q` unanswered; False (and `q` unchanged) when another daemon's answer came first
-        (then `waiting`, if given, takes that answer)."""
+        (then `waiting`, if given, takes that answer). `unanswered`: nobody will answer it (as at its
+        expiry), so an elicitation gets its polite answer."""
         closed = replace(q, status="expired", answered_by="mcpx", closed_ms=_now_ms(), reason=reason, error=error)
         # An elicitation nobody answered in time is declined politely; other kinds have no neutral answer.
-        if error is None and q.method == "elicitation/create" and reason.startswith("expired"):
+        if error is None and q.method == "elicitation/create" and (unanswered or reason.startswith("expired")):
             closed.answer = {"action": "cancel"}
         event = Event("question.expired", {"reason": reason}, q.task_id, q.connection, q.id, by="mcpx")
         if not await self._close(closed, event, waiting):

@@ -398,6 +398,25 @@ async def test_a_host_that_fails_an_elicitation_nobody_else_answers_expires_as_c
     assert answer == {"action": "cancel"}
 
 
+async def test_a_host_that_fails_an_elicitation_with_no_operator_attached_frees_the_upstream_at_once(
+    tmp_path: Path,
+) -> None:
+    """Not after the question's 10 minutes (the test above hides that with a 50 ms expiry): after the
+    operator grace, as when nobody could be asked at all; an elicitation's answer is then cancel."""
+
+    async def host_ask(q: Question) -> dict[str, Any]:
+        raise UpstreamError({"code": -32603, "message": "host went away"})
+
+    async with brokered(tmp_path / "mcpx.db", operator=None, operator_grace_s=0.05) as (broker, _):
+        with anyio.fail_after(5):
+            answer = await broker.ask(
+                upstream="up", method=ELICIT, params={}, task_id=None, connection="c-1", host_ask=host_ask
+            )
+        [q] = await broker.store.questions(frozenset({"expired"}))
+    assert answer == {"action": "cancel"}
+    assert q.reason == "the host could not answer and no operator is attached" and q.answered_by == "mcpx"
+
+
 async def test_a_store_that_cannot_record_a_question_fails_the_ask_and_leaves_nothing_open(tmp_path: Path) -> None:
     broker = Broker(SqliteStore(tmp_path / "never-opened.db"))  # every write raises StoreError
     with anyio.fail_after(5), pytest.raises(InternalError, match="could not record"):
