@@ -51,4 +51,10 @@ def dumps(value: object) -> bytes:
     try:
         return orjson.dumps(value)
     except TypeError:  # an integer past 64 bits, a lone surrogate, a non-str key: the stdlib's rules
-        return json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode("utf-8", "surrogatepass")
+        pass
+    try:
+        return json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        # A lone surrogate (a JS server that cut a string inside a pair) is no UTF-8: \u escapes keep
+        # the text valid JSON for the peer, where raw bytes would be invalid UTF-8 on the wire.
+        return json.dumps(value, separators=(",", ":")).encode("ascii")

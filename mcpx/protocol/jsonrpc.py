@@ -135,13 +135,5 @@ def request(id_: Id, method: str, params: dict[str, Any] | None = None) -> dict[
 
 
 def dumps(msg: dict[str, Any]) -> bytes:
-    try:
-        return orjson.dumps(msg)
-    except TypeError:
-        pass  # past orjson's rules (an integer past 64 bits, a lone surrogate): the stdlib's
-    try:
-        return json.dumps(msg, separators=(",", ":"), ensure_ascii=False).encode()
-    except UnicodeEncodeError:
-        # A lone surrogate from an upstream (e.g. a JS server that cut a string inside a pair):
-        # \u escapes keep the frame valid JSON text instead of failing the whole reply.
-        return json.dumps(msg, separators=(",", ":")).encode()
+    """A frame as compact UTF-8 JSON (fastjson.dumps: a lone surrogate is escaped, never raw)."""
+    return fastjson.dumps(msg)

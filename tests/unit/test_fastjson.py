@@ -47,7 +47,11 @@ def test_what_orjson_refuses_gets_the_stdlibs_verdict() -> None:
     assert fastjson.loads(b'"\\ud800"') == "\ud800"
     with pytest.raises(ValueError):
         fastjson.loads(b"{")
-    assert fastjson.dumps({"s": "\ud800"}) == '{"s":"\ud800"}'.encode("utf-8", "surrogatepass")
+    # Sent upstream or to a keeper, a lone surrogate is escaped: the bytes stay valid UTF-8 (they
+    # were the raw surrogate's, which no peer can decode) and read back as the same string.
+    sent = fastjson.dumps({"s": "cut \ud800 here", "n": 2**70})
+    assert sent == b'{"s":"cut \\ud800 here","n":1180591620717411303424}'
+    assert sent.decode("utf-8") and fastjson.loads(sent) == {"s": "cut \ud800 here", "n": 2**70}
 
 
 def test_parse_takes_a_bom_and_refuses_nan_and_lone_surrogates_as_before() -> None:
