@@ -390,7 +390,8 @@ class TaskEngine:
         await self._save(None, task, by=by)
         run.task_id = task.id
         run.adopted.set()
-        self._scopes[task.id] = run.scope
+        if not run.done.is_set():  # a run that ended while the row was written has nothing to cancel
+            self._scopes[task.id] = run.scope
         self.frames.add(task.id, run.pending_frames)
         run.pending_frames = []
         if run.upstream_task_id is not None and run.upstream_task_id != task.upstream_task_id:

@@ -455,6 +455,32 @@ async def test_a_told_message_is_taken_back_to_the_one_before_unless_it_changed_
 # ---- calls that become tasks later (2026: the server decides) ---------------------------------
 
 
+async def test_calls_adopted_after_they_ended_leave_no_cancel_scope_behind(tmp_path: Path) -> None:
+    """A 2026 call adopted as a task once it had already finished has nothing left to cancel: the
+    engine keeps no scope for it (it kept one per such task, for good)."""
+
+    async def call() -> dict[str, Any]:
+        return RESULT
+
+    async with running(tmp_path / "mcpx.db") as engine:
+        for _ in range(50):
+            run = engine.begin("modern", call)
+            with anyio.fail_after(5):
+                await run.done.wait()
+            task = engine.new_record(
+                owner=OWNER,
+                connection="c-1",
+                upstream="up",
+                tool="echo",
+                arguments={},
+                era="modern",
+                ttl_ms=60_000,
+                poll_ms=1000,
+            )
+            await engine.adopt(run, task, by="host:c-1")
+        assert engine._scopes == {}
+
+
 async def test_an_adopted_call_that_finished_while_its_row_was_written_lands_its_outcome(tmp_path: Path) -> None:
     async with running(tmp_path / "mcpx.db") as engine:
 
