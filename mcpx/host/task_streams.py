@@ -15,6 +15,7 @@ class TaskStreams:
     def __init__(self, frames: FrameLog) -> None:
         self.streams: dict[str, list[Send]] = {}  # task id -> open tasks/result streams
         self._stream_opened: dict[str, anyio.Event] = {}  # task id -> set when one opens
+        self._waiters: dict[str, int] = {}  # task id -> questions waiting on that event
         self.frames = frames  # what was sent goes into the task's frames
 
     def sender(self, task_ctx: RequestContext) -> Send:
@@ -40,7 +41,22 @@ class TaskStreams:
             if conn.send is not None:
                 return conn.send
             stream_opened = self._stream_opened.setdefault(task_id, anyio.Event())
-            await first_of(stream_opened, conn.channel_opened)
+            self._waiters[task_id] = self._waiters.get(task_id, 0) + 1
+            try:
+                await first_of(stream_opened, conn.channel_opened)
+            finally:
+                self._stop_waiting(task_id, stream_opened)
+
+    def _stop_waiting(self, task_id: str, stream_opened: anyio.Event) -> None:
+        """The last question waiting for this task's stream is done waiting (a stream opened, the
+        session's did, or the question ended): its event goes, so none is kept for a task forever."""
+        left = self._waiters.get(task_id, 1) - 1
+        if left > 0:
+            self._waiters[task_id] = left
+            return
+        self._waiters.pop(task_id, None)
+        if self._stream_opened.get(task_id) is stream_opened:
+            del self._stream_opened[task_id]
 
     def open(self, task_id: str, send: Send) -> None:
         """A tasks/result stream is open: the task's questions and progress go there (tasks.mdx:435-449)."""
