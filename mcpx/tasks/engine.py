@@ -585,8 +585,11 @@ class TaskEngine:
             await anyio.sleep(EXPIRY_EVERY_S)
             try:
                 for task in await self.store.expired(now_ms()):
-                    self.stop_work(task.id)
-                    await self.store.delete_task(task.id, [changes.expired(task.id, task.connection)])
+                    # Under the task's lock, as every change is: a change racing the sweep would
+                    # otherwise write the row back (put_task replaces) after it was deleted.
+                    async with self._transition.hold(task.id):
+                        self.stop_work(task.id)
+                        await self.store.delete_task(task.id, [changes.expired(task.id, task.connection)])
                     self.active.forget(task.id)
                     event = self._changed.pop(task.id, None)
                     if event is not None:

@@ -549,6 +549,22 @@ async def test_the_sweep_deletes_expired_tasks_with_their_events_and_stops_their
     assert left == [expired]  # its other events went with the row
 
 
+async def test_the_sweep_deletes_an_expired_task_under_its_lock_so_no_change_writes_it_back(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(engine_module, "EXPIRY_EVERY_S", 0.01)
+    row = record(status=COMPLETED, result=RESULT, created_ms=now_ms() - 10_000, ttl_ms=1_000)
+    async with running(tmp_path / "mcpx.db") as engine:
+        with anyio.fail_after(5):
+            async with engine._transition.hold(row.id):  # a change of this task is under way
+                await engine.store.put_task(row)
+                while engine._transition._locks.get(row.id, (None, 0))[1] < 2:
+                    await anyio.sleep(0.01)  # bounded by fail_after: until the sweep waits for the lock
+                assert await engine.store.get_task(row.id) is not None  # not deleted under the change
+            while await engine.store.get_task(row.id) is not None:
+                await anyio.sleep(0.01)  # the change done, the sweep deletes it
+
+
 async def test_the_sweep_trims_the_event_log_to_its_cap(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(engine_module, "EXPIRY_EVERY_S", 0.001)
     monkeypatch.setattr(engine_module, "TRIM_EVERY", 1)
