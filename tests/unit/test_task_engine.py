@@ -86,6 +86,20 @@ async def create(engine: TaskEngine, call: Call, *, era: Era = "legacy", ttl_ms:
     )
 
 
+def modern_record(engine: TaskEngine) -> Task:
+    """The row a 2026 call gets when it is adopted as a task."""
+    return engine.new_record(
+        owner=OWNER,
+        connection="c-1",
+        upstream="up",
+        tool="echo",
+        arguments={},
+        era="modern",
+        ttl_ms=60_000,
+        poll_ms=1000,
+    )
+
+
 class Changes:
     """Every record the engine saved (its on_change hook), in order, and a way to wait for one."""
 
@@ -467,17 +481,7 @@ async def test_calls_adopted_after_they_ended_leave_no_cancel_scope_behind(tmp_p
             run = engine.begin("modern", call)
             with anyio.fail_after(5):
                 await run.done.wait()
-            task = engine.new_record(
-                owner=OWNER,
-                connection="c-1",
-                upstream="up",
-                tool="echo",
-                arguments={},
-                era="modern",
-                ttl_ms=60_000,
-                poll_ms=1000,
-            )
-            await engine.adopt(run, task, by="host:c-1")
+            await engine.adopt(run, modern_record(engine), by="host:c-1")
         assert engine._scopes == {}
 
 
@@ -493,16 +497,7 @@ async def test_an_adopted_call_that_finished_while_its_row_was_written_lands_its
         run = engine.begin("modern", call)
         with anyio.fail_after(5):
             await run.done.wait()
-        task = engine.new_record(
-            owner=OWNER,
-            connection="c-1",
-            upstream="up",
-            tool="echo",
-            arguments={},
-            era="modern",
-            ttl_ms=60_000,
-            poll_ms=1000,
-        )
+        task = modern_record(engine)
         adopted = await engine.adopt(run, task, by="host:c-1")
         done = await engine.wait_terminal(task.id)
         kept = engine.frames.frames(task.id)
