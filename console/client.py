@@ -17,7 +17,7 @@ import httpx
 import websockets
 from websockets.asyncio.client import connect
 
-from mcpx.daemon import state_folder
+from mcpx.cli.daemon_client import daemon_endpoint
 
 from .backend import BackendError
 from .wire import FEED_TYPES, FeedMessage, Frame, Json, JsonObject, TaskDetail
@@ -41,14 +41,8 @@ def locate_in(folder: Path) -> Locate:
     """The running daemon of a state folder, read afresh each time (None when none runs)."""
 
     def locate() -> Endpoint | None:
-        info = state_folder.read_info(folder)
-        if info is None or not state_folder.pid_alive(info.get("pid")):
-            return None
-        try:
-            token = (folder / state_folder.TOKEN).read_text().strip()
-        except OSError:
-            return None
-        return Endpoint(f"http://127.0.0.1:{int(info['port'])}", token)
+        found = daemon_endpoint(folder)
+        return Endpoint(*found) if found is not None else None
 
     return locate
 

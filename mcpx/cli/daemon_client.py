@@ -49,6 +49,19 @@ def running_daemon(folder: Path) -> dict[str, Any] | None:
     return info
 
 
+def daemon_endpoint(folder: Path) -> tuple[str, str] | None:
+    """The running daemon's base URL and the state folder's token, or None: how any client (the
+    CLI, the console) finds /v1 (what else it learns of the daemon, it learns there)."""
+    info = running_daemon(folder)
+    if info is None:
+        return None
+    try:
+        token = (folder / state_folder.TOKEN).read_text().strip()
+    except OSError:
+        return None
+    return f"http://127.0.0.1:{int(info['port'])}", token
+
+
 class Api:
     """`/v1` of the daemon whose state folder is `folder`, with the folder's token."""
 

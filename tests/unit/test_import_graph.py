@@ -199,6 +199,16 @@ def test_no_two_modules_share_a_name() -> None:
     assert {file: names for file, names in by_name.items() if len(names) > 1} == {}
 
 
+# What the console may use of mcpx: the client that finds /v1 (the state folder's info file and
+# token), and the elicitation form rules every surface shares. Nothing of the daemon itself.
+CONSOLE_MAY_IMPORT = {"mcpx.cli.daemon_client", "mcpx.questions.elicitation"}
+
+
+def test_the_console_reaches_the_daemon_only_through_its_public_client() -> None:
+    used = {m for name, targets in GRAPH.items() if name.startswith("console") for m in targets}
+    assert {m for m in used if m.startswith("mcpx")} <= CONSOLE_MAY_IMPORT
+
+
 def test_the_top_level_of_mcpx_holds_five_modules_at_most() -> None:
     top = sorted(p.name for p in PACKAGES["mcpx"].glob("*.py"))
     assert len(top) <= 5, top
