@@ -73,6 +73,7 @@ class TaskRow:
     ttl_ms: int | None = None
     poll_ms: int | None = None
     cancel_requested_by: str | None = None
+    kind: str = "task"  # "call": a host's plain tools/call, listed because it ran long or asked
 
     @property
     def terminal(self) -> bool:
@@ -92,6 +93,7 @@ class TaskRow:
             status_message=data.get("statusMessage"),
             ttl_ms=data.get("ttlMs"),
             poll_ms=data.get("pollIntervalMs"),
+            kind=str(data.get("kind") or "task"),
         )
 
 
@@ -243,6 +245,7 @@ class ConsoleState:
                     status_message=data.get("statusMessage"),
                     ttl_ms=data.get("ttlMs"),
                     poll_ms=data.get("pollIntervalMs"),
+                    kind=str(data.get("kind") or "task"),
                 )
             )
             ch.tasks.add(task_id)

@@ -41,6 +41,7 @@ class TaskDetail(TypedDict):
     """`GET /v1/tasks/{id}`: what the detail pane shows of it."""
 
     id: str
+    kind: Literal["task", "call"]
     status: str
     statusMessage: str | None
     needsInput: bool

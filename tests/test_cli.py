@@ -93,8 +93,11 @@ def test_tasks_ls_show_and_cancel_work_on_real_tasks(start_daemon: Any, tmp_path
     first, second = _slow_tasks(d, 2)
 
     listed = ok(d, "tasks", "ls").splitlines()
-    assert listed[0].split() == ["ID", "STATUS", "TOOL", "CONNECTION", "AGE", "MESSAGE"]
-    assert [line.split()[:3] for line in listed[1:]] == [[second, "working", "fx/slow"], [first, "working", "fx/slow"]]
+    assert listed[0].split() == ["ID", "KIND", "STATUS", "TOOL", "CONNECTION", "AGE", "MESSAGE"]
+    assert [line.split()[:4] for line in listed[1:]] == [
+        [second, "task", "working", "fx/slow"],
+        [first, "task", "working", "fx/slow"],
+    ]
     one = mcpx(d, "tasks", "ls", "--limit", "1")
     assert one.returncode == 0 and second in one.stdout and first not in one.stdout and "--all-pages" in one.stderr
     paged = ok(d, "tasks", "ls", "--limit", "1", "--all-pages")

@@ -159,7 +159,9 @@ def test_an_operators_answer_reaches_the_upstream_outside_any_task(daemon: Any, 
     try:
         with Api(daemon) as api:
             q = _answer_the_open_question(api, "Plain call?")
-            assert q["taskId"] is None
+            # Shown with the plain call that asked (listed at once), which holds no task.
+            row = api.get(f"/v1/tasks/{q['taskId']}").json()
+            assert (row["kind"], row["tool"], row["owner"]) == ("call", "test_elicitation", "call")
         t.join(15)
         assert box["resp"].json()["result"]["content"][0]["text"] == _summary(CONTENT)
     finally:

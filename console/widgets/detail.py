@@ -22,7 +22,8 @@ def overview(task: TaskDetail, host_label: str) -> RenderableType:
     facts = Table.grid(padding=(0, 2))
     facts.add_column(style="bold")
     facts.add_column()
-    facts.add_row("task", task["id"])
+    call = task.get("kind") == "call"
+    facts.add_row("plain call" if call else "task", task["id"])
     facts.add_row(
         "status",
         Group(
@@ -31,7 +32,8 @@ def overview(task: TaskDetail, host_label: str) -> RenderableType:
         ),
     )
     facts.add_row("host", f"{host_label} ({task.get('connectionId') or '?'}, {task.get('owner')})")
-    facts.add_row("tool", f"{task.get('tool')} on {task.get('upstream')} ({task.get('era')} task)")
+    what = "call: the host waits for its answer, it holds no task" if call else "task"
+    facts.add_row("tool", f"{task.get('tool')} on {task.get('upstream')} ({task.get('era')} {what})")
     if task.get("upstreamTaskId"):
         facts.add_row("upstream task", task["upstreamTaskId"])
     facts.add_row("age", age(task["createdMs"]))

@@ -29,9 +29,10 @@ from ..render import age, now_ms, short, status_text
 from ..state import ConsoleState, SortKey, TaskRow, sort_key
 
 # Fixed widths: a column sized by its first rows would cut later, longer messages.
-WIDTHS = {"id": 8, "status": 12, "tool": 14, "upstream": 10, "host": 24, "age": 7, "message": 48}
+WIDTHS = {"id": 8, "kind": 4, "status": 12, "tool": 14, "upstream": 10, "host": 24, "age": 7, "message": 48}
 COLUMNS = (
-    ("id", "task"),
+    ("id", "id"),
+    ("kind", "kind"),
     ("status", "status"),
     ("tool", "tool"),
     ("upstream", "upstream"),
@@ -39,6 +40,8 @@ COLUMNS = (
     ("age", "age"),
     ("message", "status message"),
 )
+# A plain call (no task handle: the host just waits) stands out from the tasks around it.
+KIND_TEXT = {"task": Text("task", style="dim"), "call": Text("call", style="bold")}
 SORTS: tuple[SortKey, ...] = ("age", "status", "tool", "upstream", "host")
 SETTLE_ROWS = 2000  # a rebuild of this many rows settles the heap (console/heap.py)
 CELL_CACHE_ROWS = 2000  # rows whose rendered cells are kept (those on screen, and some scrolled past)
@@ -117,6 +120,7 @@ class TasksTable(DataTable[Text | str]):
         # Texts are 60,000 more objects for the garbage collector to walk, every time it does.)
         return [
             IdText(row.id),
+            KIND_TEXT.get(row.kind, row.kind),
             status_text(row.status, self.state.needs_input(row)),
             escape(row.tool),
             escape(row.upstream),

@@ -36,13 +36,17 @@ class ConnectionClosed(_Data):
 
 
 class TaskCreated(_Data):
-    """A task's row was committed (before its handle went to the host)."""
+    """A task's row was committed (before its handle went to the host), or a host's plain call was listed."""
 
+    kind: Literal["task", "call"] = Field(
+        "task",
+        description="call: a host's plain tools/call that ran long or asked (absent in events an older mcpx wrote: task).",
+    )
     upstream: str
     tool: str = Field(description="The upstream's own name of the tool.")
     arguments: Json
     era: Literal["legacy", "modern"]
-    owner: str = Field(description="What binds it: conn, modern, or principal:<name>.")
+    owner: str = Field(description="What binds it: conn, modern, principal:<name>, or call (a plain call's).")
     status: TaskStatus
     statusMessage: str | None
     createdMs: int = Field(description="When the task was created, in milliseconds since the epoch.")

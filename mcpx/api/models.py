@@ -125,13 +125,17 @@ class EventOut(BaseModel):
 
 class TaskSummary(BaseModel):
     id: str
+    kind: Literal["task", "call"] = Field(
+        description="task: a host holds a task handle for it; call: a host's plain tools/call, listed for"
+        " operators because it ran longer than calls.showAfterMs or asked a question."
+    )
     status: TaskStatus
     statusMessage: str | None
     tool: str
     upstream: str
     era: Literal["legacy", "modern"]
     connectionId: str | None
-    owner: str = Field(description="What binds it: conn, modern, or principal:<name>.")
+    owner: str = Field(description="What binds it: conn, modern, principal:<name>, or call (a plain call's).")
     createdMs: int
     updatedMs: int
     ttlMs: int | None

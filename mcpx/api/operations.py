@@ -53,6 +53,7 @@ def decode_cursor(cursor: str) -> tuple[int, str]:
 def task_summary(task: Task, needs_input: bool) -> dict[str, Any]:
     return {
         "id": task.id,
+        "kind": task.kind,
         "status": task.status,
         "statusMessage": task.status_message,
         "tool": task.tool,

@@ -72,6 +72,7 @@ def task_table(tasks: Sequence[Json], now_ms: int) -> str:
     rows = [
         [
             t["id"],
+            t.get("kind", "task"),
             task_status(t),
             f"{t['upstream']}/{t['tool']}",
             t.get("connectionId") or "-",
@@ -80,7 +81,7 @@ def task_table(tasks: Sequence[Json], now_ms: int) -> str:
         ]
         for t in tasks
     ]
-    return table(["ID", "STATUS", "TOOL", "CONNECTION", "AGE", "MESSAGE"], rows)
+    return table(["ID", "KIND", "STATUS", "TOOL", "CONNECTION", "AGE", "MESSAGE"], rows)
 
 
 def _result_text(result: Json) -> str:
@@ -92,7 +93,8 @@ def _result_text(result: Json) -> str:
 def task_detail(task: Json) -> str:
     ttl = task.get("ttlMs")
     lines = [
-        f"task       {task['id']}",
+        f"{'call' if task.get('kind') == 'call' else 'task'}       {task['id']}"
+        + ("  (a host's plain call: it holds no task)" if task.get("kind") == "call" else ""),
         f"status     {task_status(task)}" + (f": {task['statusMessage']}" if task.get("statusMessage") else ""),
         f"tool       {task['upstream']}/{task['tool']} ({task['era']})",
         f"arguments  {clip(compact(task.get('arguments') or {}), 200)}",
@@ -130,7 +132,8 @@ def _essentials(event: Json) -> str:
     if kind == "connection.closed":
         return f"closed: {d.get('reason')}"
     if kind == "task.created":
-        return f"{d.get('upstream')}/{d.get('tool')} {clip(compact(d.get('arguments') or {}), 60)} ({d.get('era')})"
+        what = f"{d.get('era')}, plain call" if d.get("kind") == "call" else d.get("era")
+        return f"{d.get('upstream')}/{d.get('tool')} {clip(compact(d.get('arguments') or {}), 60)} ({what})"
     if kind == "task.status":
         text = f"{d.get('previous')} → {d.get('status')}"
         if d.get("statusMessage"):

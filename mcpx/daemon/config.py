@@ -137,6 +137,16 @@ class TasksConfig(_Strict):
     )
 
 
+class CallsConfig(_Strict):
+    showAfterMs: int = Field(
+        500,
+        ge=0,
+        description="A host's plain tools/call (no task) still running after this long is listed for operators"
+        " (/v1/tasks, the feed, the console) with `kind: call`, and an operator may cancel it; one that asks"
+        " a question is listed at once. Ended calls stay listed for `tasks.ttlMs`.",
+    )
+
+
 class QuestionsConfig(_Strict):
     waitForOperator: Literal["attached", "always"] = Field(
         "attached",
@@ -282,6 +292,7 @@ class Config(BaseModel):
     )
     daemon: DaemonConfig = Field(default_factory=DaemonConfig, description="The daemon's listener.")
     tasks: TasksConfig = Field(default_factory=TasksConfig, description="Task defaults and limits.")
+    calls: CallsConfig = Field(default_factory=CallsConfig, description="Hosts' plain calls, as operators see them.")
     auth: AuthConfig | None = Field(None, description="Optional bearer-token auth for /mcp.")
     questions: QuestionsConfig = Field(default_factory=QuestionsConfig, description="Questions upstreams ask.")
     connections: ConnectionsConfig = Field(default_factory=ConnectionsConfig, description="The connection registry.")

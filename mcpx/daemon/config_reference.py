@@ -11,6 +11,7 @@ from pydantic.fields import FieldInfo
 from .config import (
     AuthConfig,
     AuthToken,
+    CallsConfig,
     Config,
     ConnectionsConfig,
     DaemonConfig,
@@ -33,6 +34,7 @@ SECTIONS: list[tuple[str, type[BaseModel]]] = [
     ("`mcpServers.<name>.mcpx.tools.<tool>`", ToolOverride),
     ("`daemon`", DaemonConfig),
     ("`tasks`", TasksConfig),
+    ("`calls`", CallsConfig),
     ("`questions`", QuestionsConfig),
     ("`connections`", ConnectionsConfig),
     ("`events`", EventsConfig),

@@ -136,6 +136,7 @@ class Daemon:
             # calls to stdio servers kept across the restart collect their replies.
             resume=carry_on.Resumer(self.pool),
             reclaim=carry_on.Reclaimer(self.pool),
+            calls_keep_ms=tasks.ttlMs,
         )
         self.registry = ConnectionRegistry(
             store, config.connections.idleCloseS, in_use=self._session_in_use, on_idle_close=self._idle_closed
@@ -310,6 +311,7 @@ class Daemon:
             async with anyio.create_task_group() as tg:
                 self.router.run_under(tg)
                 await self.engine.start(tg)
+                tg.start_soon(self.dispatcher.calls.plain.sweep)  # lists hosts' long plain calls
                 if self.engine.shares_store:  # hosts here hear of changes other daemons make
                     eras = self.dispatcher.eras
                     tg.start_soon(

@@ -67,11 +67,16 @@ class Asker:
             host_ask = self._legacy_host_ask(ctx, method, clean, capability)
         else:
             host_ask = self._modern_host_ask(ctx, method, clean, capability)
+        task_id = ctx.task_id
+        if task_id is None and ctx.plain is not None:
+            # A plain call that asks is listed at once, and its question shown with it (the host,
+            # which holds no task, is asked as before: nothing names the row to it).
+            task_id = await ctx.plain.row()
         return await self.broker.ask(
             upstream=server.key,
             method=method,
             params=clean,
-            task_id=ctx.task_id,
+            task_id=task_id,
             connection=ctx.conn.record_id,
             host_ask=host_ask,
             on_waiting=self._tell_waiting(ctx),

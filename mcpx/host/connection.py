@@ -19,6 +19,7 @@ from ..tasks.frame_log import Direction
 from .ratelimit import TokenBucket
 
 if TYPE_CHECKING:
+    from ..tasks.plain_calls import LiveCall
     from .parking import Park
 
 Send = Callable[[dict[str, Any]], Awaitable[None]]
@@ -143,3 +144,4 @@ class RequestContext:
     park: Park | None = None  # a 2026 host's held call, whose upstream questions become MRTR rounds
     last_progress: float | None = None  # the last progress value relayed to this request's host
     request_id: Id | None = None  # the host's id for this request (a listen stream is named by it)
+    plain: LiveCall | None = None  # a plain tools/call in flight, listed for operators if it runs long

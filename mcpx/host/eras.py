@@ -9,6 +9,7 @@ from ..daemon.config import Config
 from ..questions.broker import Broker
 from ..tasks.engine import TaskEngine
 from ..tasks.model import Task
+from ..tasks.plain_calls import PlainCalls
 from ..upstream.pool import UpstreamPool
 from .asking import Asker
 from .legacy_task_methods import LegacyTasks
@@ -39,7 +40,8 @@ class Eras:
 
 def build(config: Config, pool: UpstreamPool, hub: Hub, engine: TaskEngine, broker: Broker) -> Eras:
     streams = TaskStreams(engine.frames)  # a 2025 task's streams: its questions (asking) and results (legacy)
-    calls = UpstreamCalls(config, engine, Asker(engine, broker, streams), secrets.token_bytes(32))
+    plain = PlainCalls(engine, show_after_ms=config.calls.showAfterMs, poll_ms=config.tasks.pollIntervalMs)
+    calls = UpstreamCalls(config, engine, Asker(engine, broker, streams), secrets.token_bytes(32), plain)
     host = TaskHost(calls, engine, broker, hub, config.tasks)
     modern = ModernTasks(host)
     return Eras(calls, LegacyTasks(host, streams), modern, Listen(pool, hub, modern))

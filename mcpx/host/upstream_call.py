@@ -14,6 +14,7 @@ request and retries the upstream with the answers.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,6 +26,7 @@ from ..protocol.errors import InternalError, UpstreamUnavailable
 from ..protocol.jsonrpc import Id
 from ..protocol.revisions import Era
 from ..tasks.engine import TaskEngine, current_run, now_ms
+from ..tasks.plain_calls import CallInfo, LiveCall, OperatorCancelled, PlainCalls
 from ..upstream import carry_on
 from ..upstream.pool import Route, UpstreamServer
 from ..upstream.session import RELAYED_CLIENT_CAPS, Caller, OnNotify, OnSent, UpstreamSession, current_caller
@@ -40,6 +42,10 @@ _RELAYABLE_CAPS = frozenset({"elicitation", "sampling", "roots"})
 # Request-scoped notifications a call relays to its host; anything else an upstream sends on a
 # request's stream is not the host's business.
 _RELAYED = frozenset({"notifications/progress", "notifications/message"})
+# The progress token mcpx asks a plain call's progress with when its host asked for none: the
+# operator sees the call's progress; the host is not sent what it did not ask for.
+WATCH_TOKEN = "mcpx-watch"
+Inline = Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]  # one upstream call, answered inline
 
 
 @dataclass(frozen=True)
@@ -109,9 +115,10 @@ def retry_params(params: dict[str, Any], round_result: dict[str, Any], answers: 
 class UpstreamCalls:
     """The CallSurface (host/task_host.py) the era modules call the upstream through."""
 
-    def __init__(self, config: Config, engine: TaskEngine, asker: Asker, state_key: bytes) -> None:
+    def __init__(self, config: Config, engine: TaskEngine, asker: Asker, state_key: bytes, plain: PlainCalls) -> None:
         self.config = config
         self.engine = engine
+        self.plain = plain  # lists a host's plain calls that run long (tasks/plain_calls.py)
         self.asker = asker
         self.state_key = state_key  # signs MRTR requestState; per daemon
 
@@ -222,15 +229,16 @@ class UpstreamCalls:
             run = None  # a call that can never become an mcpx task has no task to hand a question to
         session = await server.ready_session() if run is not None and (raw_state or ctx.era == "legacy") else None
         named = {**params, "name": route.name}
-        if (
-            run is None
-            or session is None
-            or not follow.task_capable(session, follow.upstream_tool(server.lists.get("tools"), route.name))
+        if run is None:
+
+            async def inline(named: dict[str, Any]) -> dict[str, Any]:
+                return await self._inline_call(ctx, named, server, timeout, raw_state=raw_state)
+
+            return await self._plain_call(ctx, named, server, inline)
+        if session is None or not follow.task_capable(
+            session, follow.upstream_tool(server.lists.get("tools"), route.name)
         ):
-            res = await self.forward(ctx, server, "tools/call", named, timeout, raw_state=raw_state)
-            if res.get("resultType") == "input_required":
-                return res  # not a CallToolResult: nothing to trim
-            return shaping.call_result_for(server.naming.call_result_out(res), ctx.revision)
+            return await self._inline_call(ctx, named, server, timeout, raw_state=raw_state)
         req = build(ctx, session.era, "tools/call", named, key=self.state_key, raw_state=True, now=now_ms())
         record = await self.engine.get(run.task_id) if run.task_id is not None else None
         ttl = record.ttl_ms if record is not None else self.config.tasks.ttlMs
@@ -278,9 +286,50 @@ class UpstreamCalls:
             raise UpstreamUnavailable(f"upstream {server.key!r} did not finish tools/call within {timeout} s") from None
         finally:
             current_caller.reset(token)
-        if res.get("resultType") == "input_required":
-            return res  # a 2026 MRTR round before any upstream task: the caller answers it
-        return shaping.call_result_for(server.naming.call_result_out(res), ctx.revision)
+        return _for_host(res, server, ctx)  # (an MRTR round before any upstream task: the caller answers it)
+
+    async def _inline_call(
+        self,
+        ctx: RequestContext,
+        named: dict[str, Any],
+        server: UpstreamServer,
+        timeout: float | None,
+        *,
+        raw_state: bool,
+    ) -> dict[str, Any]:
+        return _for_host(
+            await self.forward(ctx, server, "tools/call", named, timeout, raw_state=raw_state), server, ctx
+        )
+
+    async def _plain_call(
+        self, ctx: RequestContext, named: dict[str, Any], server: UpstreamServer, inline: Inline
+    ) -> dict[str, Any]:
+        """A call no task holds: listed for operators if it runs long or asks (tasks/plain_calls.py);
+        an operator's cancel ends it with an isError result that names the operator (docs/api.md)."""
+        arguments = named.get("arguments")
+        info = CallInfo(
+            ctx.conn.record_id,
+            server.key,
+            str(named["name"]),
+            arguments if isinstance(arguments, dict) else {},
+            ctx.era,
+        )
+        meta = jsonrpc.as_object(named.get("_meta"))
+        if "progressToken" not in meta:
+            named = {**named, "_meta": {**meta, "progressToken": WATCH_TOKEN}}
+
+        async def call(live: LiveCall) -> dict[str, Any]:
+            ctx.plain = live
+            try:
+                return await inline(named)
+            finally:
+                ctx.plain = None
+
+        try:
+            return await self.plain.run(info, call)
+        except OperatorCancelled as stopped:
+            text = f"mcpx: this call was {stopped.message}."
+            return shaping.call_result_for({"content": [{"type": "text", "text": text}], "isError": True}, ctx.revision)
 
     # ---- MRTR rounds mcpx signs (host/modern_tasks.py holds the upstream call meanwhile) ----
     def _bound(self, params: dict[str, Any], route: Route) -> str:
@@ -305,6 +354,11 @@ class UpstreamCalls:
     # ---- notifications back to the host ------------------------------------------------
     def relay(self, ctx: RequestContext) -> OnNotify:
         async def relay(msg: dict[str, Any]) -> None:
+            if ctx.plain is not None and msg.get("method") == "notifications/progress":
+                params = jsonrpc.as_object(msg.get("params"))
+                ctx.plain.progress(params)
+                if params.get("progressToken") == WATCH_TOKEN:
+                    return  # asked by mcpx, for the operator
             if ctx.notify is None or msg.get("method") not in _RELAYED:
                 return
             if msg.get("method") == "notifications/message":
@@ -322,6 +376,13 @@ class UpstreamCalls:
             await ctx.notify(msg)
 
         return relay
+
+
+def _for_host(res: dict[str, Any], server: UpstreamServer, ctx: RequestContext) -> dict[str, Any]:
+    """An upstream's tools/call reply as the host gets it; an MRTR round is not a CallToolResult."""
+    if res.get("resultType") == "input_required":
+        return res
+    return shaping.call_result_for(server.naming.call_result_out(res), ctx.revision)
 
 
 def _caller(ctx: RequestContext, server: UpstreamServer, params: dict[str, Any]) -> Caller:

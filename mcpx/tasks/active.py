@@ -39,6 +39,8 @@ class ActiveTasks:
 
     def track(self, task: Task) -> None:
         """Follow a written row: counted while unfinished, dropped once terminal."""
+        if task.kind != "task":
+            return  # a host's plain call is bounded by the host, not by the task limits
         if task.terminal:
             self.forget(task.id)
         elif task.id not in self._owner_of:

@@ -16,6 +16,7 @@ def created(task: Task, by: str | None) -> Event:
     return Event(
         "task.created",
         {
+            "kind": task.kind,
             "upstream": task.upstream,
             "tool": task.tool,
             "arguments": task.arguments,

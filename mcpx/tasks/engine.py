@@ -81,6 +81,23 @@ class Outcome:
     message: str | None = None  # the task's status message
 
 
+def outcome_of_result(era: Era, result: dict[str, Any]) -> Outcome:
+    status = legacy_status_for_result(result) if era == "legacy" else COMPLETED
+    return Outcome(status, result=result, message="the tool reported an error" if status == FAILED else None)
+
+
+def outcome_of_error(exc: Exception) -> Outcome:
+    """How a call that raised ends its row."""
+    if isinstance(exc, UpstreamError):
+        return Outcome(FAILED, error=exc.error, message=str(exc.error.get("message", "upstream error")))
+    if isinstance(exc, McpError):
+        return Outcome(FAILED, error=exc.to_error(), message=exc.message)
+    log.error("task call crashed", exc_info=exc)
+    return Outcome(
+        FAILED, error={"code": INTERNAL_ERROR, "message": f"internal error: {exc}"}, message="internal error"
+    )
+
+
 class Run:
     """One upstream call under the engine: becomes a task when `task_id` is set."""
 
@@ -121,6 +138,7 @@ class TaskEngine:
         on_change: OnChange | None = None,
         resume: CarryOn | None = None,
         reclaim: CarryOn | None = None,
+        calls_keep_ms: int = 600_000,
     ) -> None:
         """`active` bounds running tasks (unbounded by default); `poll_floor_ms` slows polls of one
         task that come sooner (tasks/pacing.py); `lease_ms`, when daemons share the store, is the
@@ -135,6 +153,7 @@ class TaskEngine:
         self.resume = resume
         self.reclaim = reclaim
         self.lease_ms = lease_ms
+        self.calls_keep_ms = calls_keep_ms  # how long an ended plain call stays listed
         self._closing = anyio.Event()  # set by close(): upstream tasks are left running, to be resumed
         self._lease_ended = anyio.Event()  # another daemon stopped cleanly: claim without waiting
         self._scopes: dict[str, anyio.CancelScope] = {}
@@ -187,7 +206,10 @@ class TaskEngine:
                     reason = (STOPPED if claim.stopped else LOST).format(instance=claim.lost)
                 error = {"code": INTERNAL_ERROR, "message": reason}
                 log.warning("task %s: failed at start: %s", task.id, reason)
-                await self._save(task, task.move(FAILED, now_ms(), message=reason, error=error), by="mcpx")
+                failed = task.move(FAILED, now_ms(), message=reason, error=error)
+                if failed.ttl_ms is None and failed.kind == "call":  # listed from its end, as any ended call
+                    failed = replace(failed, ttl_ms=failed.updated_ms - failed.created_ms + self.calls_keep_ms)
+                await self._save(task, failed, by="mcpx")
                 continue
             if task.status == INPUT_REQUIRED:  # the previous daemon's questions died with it
                 moved = task.move(WORKING, now_ms())
@@ -440,22 +462,10 @@ class TaskEngine:
                 try:
                     result = await call()
                     run.result = result
-                    status = legacy_status_for_result(result) if run.era == "legacy" else COMPLETED
-                    message = "the tool reported an error" if status == FAILED else None
-                    run.outcome = Outcome(status, result=result, message=message)
-                except UpstreamError as exc:
+                    run.outcome = outcome_of_result(run.era, result)
+                except Exception as exc:  # noqa: BLE001 - the task fails; the daemon does not
                     run.exception = exc
-                    run.outcome = Outcome(
-                        FAILED, error=exc.error, message=str(exc.error.get("message", "upstream error"))
-                    )
-                except McpError as exc:
-                    run.exception = exc
-                    run.outcome = Outcome(FAILED, error=exc.to_error(), message=exc.message)
-                except Exception as exc:  # the task fails; the daemon does not
-                    log.exception("task call crashed")
-                    run.exception = exc
-                    error = {"code": INTERNAL_ERROR, "message": f"internal error: {exc}"}
-                    run.outcome = Outcome(FAILED, error=error, message="internal error")
+                    run.outcome = outcome_of_error(exc)
         finally:
             if run.task_id is not None:
                 self._scopes.pop(run.task_id, None)
@@ -476,6 +486,9 @@ class TaskEngine:
                 outcome.status, now_ms(), message=outcome.message, result=outcome.result, error=outcome.error
             )
 
+        await self._write_outcome(task_id, update)
+
+    async def _write_outcome(self, task_id: str, update: Callable[[Task], Task | None]) -> None:
         # A full disk or a locked database must not lose an outcome the upstream gave: it is
         # written again until it lands (or the daemon stops; then the next one settles the task).
         delay = FINISH_RETRY_S
@@ -491,6 +504,29 @@ class TaskEngine:
             with anyio.move_on_after(delay):
                 await self._closing.wait()
             delay = min(delay * 2, FINISH_RETRY_MAX_S)
+
+    # ---- a host's plain calls, listed for operators (tasks/plain_calls.py) ----------------
+    async def open_call(self, row: Task, scope: anyio.CancelScope, *, by: str | None) -> None:
+        """A plain call still running is listed: its row, and its scope for an operator's cancel."""
+        await self._save(None, row, by=by)
+        self._scopes[row.id] = scope
+
+    async def finish_call(self, row_id: str, outcome: Outcome) -> None:
+        """A listed plain call ended: its outcome, unless an operator's cancel came first, and the
+        row's lifetime, which runs from now (a running call never expires from the list)."""
+        self._scopes.pop(row_id, None)
+
+        def update(current: Task) -> Task | None:
+            ended = current
+            if not current.terminal:
+                ended = current.move(
+                    outcome.status, now_ms(), message=outcome.message, result=outcome.result, error=outcome.error
+                )
+            if ended.ttl_ms is None:
+                ended = replace(ended, ttl_ms=ended.updated_ms - ended.created_ms + self.calls_keep_ms)
+            return ended
+
+        await self._write_outcome(row_id, update)
 
     async def set_status_message(self, task_id: str, message: str | None) -> str | None:
         """A running task's status message changed (an upstream task's own, or mcpx's); returns

@@ -13,6 +13,9 @@ from ..protocol.ids import opaque_id
 from ..protocol.revisions import Era
 
 Status = Literal["working", "input_required", "completed", "failed", "cancelled"]
+# "task": a host asked for (or was handed) a task handle. "call": a host's plain tools/call that ran
+# long or asked a question, listed for operators only (tasks/plain_calls.py); no host polls it.
+Kind = Literal["task", "call"]
 WORKING: Status = "working"
 INPUT_REQUIRED: Status = "input_required"
 COMPLETED: Status = "completed"
@@ -60,6 +63,7 @@ class Task:
     connection: str | None = None  # the registry id of the host connection that created it
     # Outstanding questions while input_required, by a key unique for the task's whole life.
     input_requests: dict[str, Any] = field(default_factory=dict)
+    kind: Kind = "task"
 
     @property
     def terminal(self) -> bool:

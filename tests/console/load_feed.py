@@ -196,7 +196,7 @@ class LoadBackend:
         self, tid: str, host: Host, status: str, message: str | None, created: int, *, needs_input: bool
     ) -> dict[str, Any]:
         return {
-            "id": tid, "status": status, "statusMessage": message, "tool": self.rng.choice(TOOLS),
+            "id": tid, "kind": "task", "status": status, "statusMessage": message, "tool": self.rng.choice(TOOLS),
             "upstream": self.rng.choice(UPSTREAMS), "era": host.era, "connectionId": host.id,
             "owner": "modern" if host.era == "modern" else "conn", "createdMs": created,
             "updatedMs": created + 50, "ttlMs": 3_600_000, "expiresMs": created + 3_600_000,
@@ -276,8 +276,8 @@ class LoadBackend:
         tid = self._id()
         now = self._ts()
         data = {
-            "upstream": self.rng.choice(UPSTREAMS), "tool": self.rng.choice(TOOLS), "arguments": {"n": self._task_n},
-            "era": host.era, "owner": "modern" if host.era == "modern" else "conn", "status": "working",
+            "kind": "task", "upstream": self.rng.choice(UPSTREAMS), "tool": self.rng.choice(TOOLS),
+            "arguments": {"n": self._task_n}, "era": host.era, "owner": "modern" if host.era == "modern" else "conn", "status": "working",
             "statusMessage": None, "createdMs": now, "ttlMs": 3_600_000, "pollIntervalMs": 1000,
         }  # fmt: skip
         self._task_n += 1

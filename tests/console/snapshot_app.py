@@ -53,11 +53,19 @@ def _conn(
 
 
 def _task(
-    tid: str, cid: str, tool: str, status: str, age_s: int, message: str | None = None, era: str = "legacy"
+    tid: str,
+    cid: str,
+    tool: str,
+    status: str,
+    age_s: int,
+    message: str | None = None,
+    era: str = "legacy",
+    kind: str = "task",
 ) -> dict[str, Any]:
+    owner = "call" if kind == "call" else "conn" if era == "legacy" else "modern"
     return {
-        "id": tid, "status": status, "statusMessage": message, "tool": tool, "upstream": "demo", "era": era,
-        "connectionId": cid, "owner": "conn" if era == "legacy" else "modern", "createdMs": NOW - age_s * 1000,
+        "id": tid, "kind": kind, "status": status, "statusMessage": message, "tool": tool, "upstream": "demo", "era": era,
+        "connectionId": cid, "owner": owner, "createdMs": NOW - age_s * 1000,
         "updatedMs": NOW - 1000, "ttlMs": 600_000, "expiresMs": NOW + 600_000, "pollIntervalMs": 1000,
         "upstreamTaskId": None, "needsInput": status == "input_required",
     }  # fmt: skip
@@ -88,6 +96,7 @@ TASKS = [
     _task("Tk5watchAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA", "c-ide", "watch", "cancelled", 150, "cancelled by the host"),
     _task("Tk6watchAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA", "c-cli", "watch", "working", 12, "tick 12"),
     _task("Tk7echoAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA", "c-old", "report", "completed", 700),
+    _task("Tk8fetchAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA", "c-cli", "fetch", "working", 25, "progress 3/10", kind="call"),
 ]  # fmt: skip
 QUESTIONS = [
     _question("q-deploy", "c-agent", TASKS[1]["id"], "Deploy build 1.4 to an environment?", 30, DEPLOY_SCHEMA),

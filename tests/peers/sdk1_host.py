@@ -59,6 +59,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
 import warnings
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
@@ -173,6 +174,7 @@ class Host:
                     progress_callback=progress if want_progress else None,
                 )
                 out["result"] = dump(result)
+                out["ended"] = time.time()  # wall clock: a test times the call's end against its own acts
             elif op == "call_task":
                 meta: dict[str, Any] | None = None
                 token = None

@@ -106,6 +106,7 @@ async def _run_step(client: Client, step: dict[str, Any]) -> dict[str, Any]:
                 progress_callback=progress if want_progress else None,
             )
             out["result"] = dump(result)
+            out["ended"] = time.time()  # wall clock: a test times the call's end against its own acts
         elif op == "call_cancel":
             after = float(step.get("after", 0.5))
             started = time.monotonic()

@@ -50,6 +50,7 @@ def test_a_new_row_is_one_created_event_with_what_the_feed_shows() -> None:
     (event,) = valid(changes.transition(None, task, by="host:c-1"))
     assert (event.kind, event.task_id, event.connection_id, event.by) == ("task.created", task.id, "c-1", "host:c-1")
     assert event.data == {
+        "kind": "task",
         "upstream": "up",
         "tool": "echo",
         "arguments": {"n": 1},
