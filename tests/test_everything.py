@@ -16,9 +16,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from harness import Daemon, SuiteStore
+from harness import Api, Daemon, SuiteStore, operator_attached, wait_until
 from peers.npm_peers import everything_command
-from peers.run_host import run_host
+from peers.run_host import HostProcess, run_host
 from peers.venvs import peer_python
 
 # The first run builds the SDK 1.30 venv and installs the npm package (about a minute in all).
@@ -90,3 +90,87 @@ def test_sdk1_host_lists_everythings_tools_namespaced_and_calls_them(sdk1_python
     assert long_run["ok"] and not long_run["result"].get("isError"), long_run
     assert _text(long_run["result"]).startswith("Long running operation completed."), long_run
     assert [p["progress"] for p in long_run["progress"]] == [1.0, 2.0, 3.0], long_run
+
+
+def _listed_call(api: Api, tool: str) -> list[dict[str, Any]]:
+    return [t for t in api.get("/v1/tasks").json()["tasks"] if t["kind"] == "call" and t["tool"] == tool]
+
+
+def test_everythings_elicitation_while_another_hosts_call_runs_is_answered_by_the_operator(
+    sdk1_python: Path, daemon: Daemon
+) -> None:
+    """#25: two SDK 1.30 hosts share the one stdio server. While host A's long call runs on it,
+    host B's tool asks a question that mcpx cannot pin to one call: the operator gets it, listing
+    both calls, and the answer completes B's call; A's call ends on its own."""
+    feed = operator_attached(daemon, "olga")
+    long_call = {
+        "op": "call",
+        "name": "everything__trigger-long-running-operation",
+        "args": {"duration": 6, "steps": 3},
+    }
+    ask = {"op": "call", "name": "everything__trigger-elicitation-request", "args": {}, "timeout": 60}
+    try:
+        with (
+            Api(daemon) as api,
+            HostProcess(sdk1_python, "sdk1_host.py", ["--url", daemon.url], [long_call]) as a,
+        ):
+            wait_until(lambda: _listed_call(api, "trigger-long-running-operation"), 20, "A's call listed")
+            with HostProcess(sdk1_python, "sdk1_host.py", ["--url", daemon.url], [ask]) as b:
+                [q] = wait_until(api.open_questions, 20, "the operator's question")
+                names = sorted(c["name"] for c in q["candidates"])
+                assert names == [
+                    "everything__trigger-elicitation-request",
+                    "everything__trigger-long-running-operation",
+                ]
+                assert q["params"]["requestedSchema"]["required"] == ["name"]
+                taken = api.answer(q["id"], "accept", by="olga", content={"name": "Ada"})
+                assert taken.status_code == 200, taken.text
+                [asked] = b.step_lines()
+            assert asked["ok"] and not asked["result"].get("isError"), asked
+            assert "- Name: Ada" in _text(asked["result"]), asked
+            [ran] = a.step_lines()
+            assert _text(ran["result"]).startswith("Long running operation completed."), ran
+    finally:
+        feed.close()
+
+
+@pytest.mark.parametrize(
+    ("venv", "driver", "mode"),
+    [("mcp-1.30", "sdk1_host.py", []), ("mcp-2.3", "sdk2_host.py", ["--mode", "legacy"]),
+     ("mcp-2.3", "sdk2_host.py", ["--mode", "2026-07-28"])],
+    ids=["sdk-1.30", "sdk-2.3-legacy", "sdk-2.3-2026"],
+)  # fmt: skip
+def test_a_task_only_tool_answers_a_host_that_holds_no_task(
+    daemon: Daemon, venv: str, driver: str, mode: list[str]
+) -> None:
+    """`simulate-research-query` runs only as a task upstream (`taskSupport: required`); a host that
+    asks for none is answered inline, mcpx following the upstream task; mcpx offers it `optional`."""
+    step = {"op": "call", "name": "everything__simulate-research-query", "args": {"topic": "tides"}, "timeout": 60}
+    [_, line] = run_host(peer_python(venv), driver, [*mode, "--url", daemon.url], [step], timeout=120)
+    assert line["ok"] and not line["result"].get("isError"), line
+    assert "tides" in _text(line["result"]), line
+
+
+def test_sdk1_host_runs_a_long_everything_tool_as_a_task(sdk1_python: Path, daemon: Daemon) -> None:
+    """`trigger-long-running-operation` declares `taskSupport: forbidden` (the TypeScript SDK's
+    default): mcpx holds the task and calls it plainly upstream."""
+    _, listed, created, polled, result = run_host(
+        sdk1_python,
+        "sdk1_host.py",
+        ["--url", daemon.url],
+        [
+            {"op": "list_tools"},
+            {
+                "op": "call_task",
+                "name": "everything__trigger-long-running-operation",
+                "args": {"duration": 1, "steps": 2},
+            },
+            {"op": "poll", "task": "$2", "timeout": 30},
+            {"op": "result", "task": "$2", "timeout": 30},
+        ],
+    )
+    tools = {t["name"]: t for t in listed["result"]["tools"]}
+    assert tools["everything__trigger-long-running-operation"]["execution"]["taskSupport"] == "optional"
+    assert created["ok"] and created["task"]["status"] == "working", created
+    assert polled["ok"] and polled["statuses"][-1] == "completed", polled
+    assert _text(result["result"]).startswith("Long running operation completed."), result

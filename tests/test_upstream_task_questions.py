@@ -66,8 +66,15 @@ def _result_answering(
     host: RawHost, tid: str, answer: dict[str, Any], deadline_s: float = 10.0
 ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """POST tasks/result for `tid` as an SSE stream; answer every server request arriving on it."""
+    return _answering(host, "tasks/result", {"taskId": tid}, answer, deadline_s)
+
+
+def _answering(
+    host: RawHost, method: str, params: dict[str, Any], answer: dict[str, Any], deadline_s: float = 10.0
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """POST a request as an SSE stream; answer every server request arriving on it."""
     rid = 7700
-    body = {"jsonrpc": "2.0", "id": rid, "method": "tasks/result", "params": {"taskId": tid}}
+    body = {"jsonrpc": "2.0", "id": rid, "method": method, "params": params}
     headers = {
         "Content-Type": "application/json",
         "Accept": "application/json, text/event-stream",
@@ -98,7 +105,31 @@ def _result_answering(
                     return frame, asked
     except httpx.ReadTimeout:
         pass
-    raise AssertionError(f"no tasks/result reply within {deadline_s} s; asked on the stream: {asked}")
+    raise AssertionError(f"no {method} reply within {deadline_s} s; asked on the stream: {asked}")
+
+
+def test_a_plain_call_to_a_task_only_tool_follows_the_upstream_task_and_answers_inline(
+    start_daemon: Any, tmp_path: Path, raw_host: Any, sdk1_python: Path, upstream_pids: None
+) -> None:
+    """#25: a 2025 host that asks for no task still gets a task-only tool's answer; the upstream's
+    question inside its task reaches the host on the call's own stream, untagged (it holds no task)."""
+    events = tmp_path / "s1.events.jsonl"
+    entry = {"command": str(sdk1_python), "args": [str(SDK1_UPSTREAM), "stdio", "--events", str(events)]}
+    d = start_daemon({"mcpServers": {"s1": entry}, "tasks": {"pollIntervalMs": 100}}, name="utp")
+    host = raw_host(d.url)
+    host.initialize(capabilities={"elicitation": {}})
+    params = {"name": "s1__ask_task", "arguments": {"message": "Who wrote the first compiler?"}}
+    final, asked = _answering(host, "tools/call", params, ANSWER, deadline_s=30)
+    assert "result" in final, final
+    assert json.loads(final["result"]["content"][0]["text"]) == ANSWER
+    assert RELATED not in (final["result"].get("_meta") or {})
+    assert [a["method"] for a in asked] == ["elicitation/create"], asked
+    assert RELATED not in (asked[0]["params"].get("_meta") or {})
+    [call] = _events(events, "request", method="tools/call", name="ask_task")
+    assert call["task"] is True  # the upstream ran it as its own task, as it must
+    [created] = _events(events, "task_created", name="ask_task")
+    assert _events(events, "request", method="tasks/result", taskId=created["taskId"])
+    assert host.legacy("tasks/list").json()["result"]["tasks"] == []  # the host holds no task
 
 
 def test_question_asked_inside_an_sdk1_upstream_task_reaches_the_host_and_the_answer_goes_back(
@@ -110,7 +141,8 @@ def test_question_asked_inside_an_sdk1_upstream_task_reaches_the_host_and_the_an
     host = raw_host(d.url)
     host.initialize(capabilities={"elicitation": {}})
     tools = {t["name"]: t for t in host.legacy("tools/list").json()["result"]["tools"]}
-    assert tools["s1__ask_task"]["execution"]["taskSupport"] == "required"
+    # The upstream runs it only as a task; mcpx offers it either way (a plain call follows the upstream task).
+    assert tools["s1__ask_task"]["execution"]["taskSupport"] == "optional"
 
     frame = host.legacy(
         "tools/call",

@@ -485,9 +485,14 @@ def test_sdk1_host_task_runs_as_an_upstream_task_and_plain_calls_stay_plain(
     ]
     assert plain["content"][0]["text"] == "plain after 0.05 s"
     assert [e["task"] for e in _events(events, "request", method="tools/call", name="slow")] == [True, False]
-    assert tools["s1__echo"]["execution"]["taskSupport"] == "forbidden"
     echo = host.legacy("tools/call", {"name": "s1__echo", "arguments": {"text": "e"}}).json()["result"]
     assert echo["content"][0]["text"] == "e"
+    # The upstream forbids tasks for echo; mcpx holds one for it all the same, calling it plainly.
+    assert tools["s1__echo"]["execution"]["taskSupport"] == "optional"
+    held = _task(host, "s1__echo", {"text": "held"})
+    wait_until(lambda: _status(host, held)["status"] == "completed", 20, "echo task")
+    assert reply_of(host.legacy("tasks/result", {"taskId": held}))["result"]["content"][0]["text"] == "held"
+    assert [e["task"] for e in _events(events, "request", method="tools/call", name="echo")] == [False, False]
     # A task whose tool raised: the upstream ends it failed with no payload; the host sees isError.
     boom = _task(host, "s1__boom", {"message": "kaput"})
     wait_until(lambda: _status(host, boom)["status"] == "failed", 20, "boom failed")

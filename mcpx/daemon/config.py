@@ -30,7 +30,10 @@ class _Strict(BaseModel):
 
 class ToolOverride(_Strict):
     taskSupport: TaskSupport | None = Field(
-        None, description="Override the tool's `execution.taskSupport` for 2025-11-25 hosts."
+        None,
+        description="What hosts are told of running the tool as a task (2025-11-25 `execution.taskSupport`;"
+        " 2026: `required` becomes a task at once, `forbidden` never). Unset: `optional`, whatever the upstream"
+        " declared: mcpx holds the task, and follows an upstream's own task where the upstream requires one.",
     )
     callTimeout: float | None = Field(None, gt=0, description="Seconds before a call to this tool is abandoned.")
 

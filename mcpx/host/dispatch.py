@@ -190,7 +190,7 @@ class Dispatcher:
 
     def _support(self, route: Route) -> str:
         override = self.pool.servers[route.server].cfg.mcpx.tools.get(route.name)
-        return task_support(override.taskSupport if override else None, route.item)
+        return task_support(override.taskSupport if override else None)
 
     # ---- forwarded requests --------------------------------------------------------------
     async def _tools_call(self, ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:

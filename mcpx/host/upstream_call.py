@@ -25,7 +25,7 @@ from ..protocol import jsonrpc, legacy, request_state, shaping
 from ..protocol.errors import InternalError, UpstreamUnavailable
 from ..protocol.jsonrpc import Id
 from ..protocol.revisions import Era
-from ..tasks.engine import TaskEngine, current_run, now_ms
+from ..tasks.engine import Run, TaskEngine, current_run, now_ms
 from ..tasks.plain_calls import CallInfo, LiveCall, OperatorCancelled, PlainCalls
 from ..upstream import carry_on
 from ..upstream.pool import Route, UpstreamServer
@@ -227,34 +227,62 @@ class UpstreamCalls:
         run = current_run()
         if run is not None and not run.taskable:
             run = None  # a call that can never become an mcpx task has no task to hand a question to
-        session = await server.ready_session() if run is not None and (raw_state or ctx.era == "legacy") else None
         named = {**params, "name": route.name}
+        # An upstream that runs this tool only as a task: a host that holds no task is answered
+        # inline, mcpx following the upstream task (docs/tasks.md TASK-03).
+        must_follow = run is None and follow.required(route.item)
+        session = (
+            await server.ready_session()
+            if must_follow or (run is not None and (raw_state or ctx.era == "legacy"))
+            else None
+        )
+        followed = session is not None and follow.task_capable(
+            session, follow.upstream_tool(server.lists.get("tools"), route.name)
+        )
         if run is None:
 
             async def inline(named: dict[str, Any]) -> dict[str, Any]:
+                if followed and session is not None:
+                    return await self._followed(ctx, named, server, session, timeout, None)
                 return await self._inline_call(ctx, named, server, timeout, raw_state=raw_state)
 
             return await self._plain_call(ctx, named, server, inline)
-        if session is None or not follow.task_capable(
-            session, follow.upstream_tool(server.lists.get("tools"), route.name)
-        ):
+        if not followed or session is None:
             return await self._inline_call(ctx, named, server, timeout, raw_state=raw_state)
+        return await self._followed(ctx, named, server, session, timeout, run)
+
+    async def _followed(
+        self,
+        ctx: RequestContext,
+        named: dict[str, Any],
+        server: UpstreamServer,
+        session: UpstreamSession,
+        timeout: float | None,
+        run: Run | None,
+    ) -> dict[str, Any]:
+        """The call as an upstream task, followed to its end: for the mcpx task `run` is (its id
+        and status message go on the row), or for a plain call answered inline (`run` None: the
+        upstream task's status reaches the operator's row, and the host as progress if it asked)."""
         req = build(ctx, session.era, "tools/call", named, key=self.state_key, raw_state=True, now=now_ms())
-        record = await self.engine.get(run.task_id) if run.task_id is not None else None
+        record = await self.engine.get(run.task_id) if run is not None and run.task_id is not None else None
         ttl = record.ttl_ms if record is not None else self.config.tasks.ttlMs
         engine, task_run = self.engine, run
 
         async def relay_status(status: str, message: str | None) -> None:
+            if task_run is None:
+                await self._status_as_progress(ctx, message)
+                return
             # The upstream task's own status message is the mcpx task's (both eras; console too).
             task_run.status_message = message
             if task_run.task_id is not None:
                 await engine.set_status_message(task_run.task_id, message)
 
         async def remember(upstream_task_id: str) -> None:
-            await engine.set_upstream_task(task_run, upstream_task_id, foreign_sessions.session_id_of(session))
+            if task_run is not None:  # (a plain call's upstream task cannot outlive its host's request)
+                await engine.set_upstream_task(task_run, upstream_task_id, foreign_sessions.session_id_of(session))
 
         async def on_input(requests: dict[str, Any]) -> dict[str, Any]:
-            if ctx.era == "modern":
+            if ctx.era == "modern" and task_run is not None:
                 await task_run.adopted.wait()  # a 2026 host: the questions become the mcpx task's inputRequests
                 assert task_run.task_id is not None
                 ctx.task_id = task_run.task_id
@@ -280,13 +308,28 @@ class UpstreamCalls:
                     ask_round=ask_round if ctx.era == "legacy" else None,
                     keep_upstream=lambda: engine.closing,
                     on_status=relay_status,
-                    on_sent=self._remember_request(session, plain=False),
+                    on_sent=self._remember_request(session, plain=False) if task_run is not None else None,
                 )
         except TimeoutError:
             raise UpstreamUnavailable(f"upstream {server.key!r} did not finish tools/call within {timeout} s") from None
         finally:
             current_caller.reset(token)
         return _for_host(res, server, ctx)  # (an MRTR round before any upstream task: the caller answers it)
+
+    async def _status_as_progress(self, ctx: RequestContext, message: str | None) -> None:
+        """An upstream task's status message, for a plain call that follows it: the operator's row
+        shows it, and a host that asked for progress gets it as a progress notification."""
+        if message is None:
+            return
+        if ctx.plain is not None:
+            ctx.plain.progress({"message": message})
+        token = ctx.meta.get("progressToken")
+        if token is not None and ctx.notify is not None:
+            # Progress must grow (progress.mdx): just past the last value sent.
+            progress = 1.0 if ctx.last_progress is None else ctx.last_progress + 1
+            ctx.last_progress = progress
+            params = {"progressToken": token, "progress": progress, "message": message}
+            await ctx.notify(jsonrpc.notification("notifications/progress", params))
 
     async def _inline_call(
         self,

@@ -46,12 +46,12 @@ def owner_key(principal: str | None, connection_id: str) -> str:
     return f"principal:{principal}" if principal else f"conn:{connection_id}"
 
 
-def task_support(override: str | None, tool: dict[str, Any]) -> str:
-    """Config override, else the upstream's own declaration, else `optional` (mcpx runs the task)."""
-    if override:
-        return override
-    declared = (tool.get("execution") or {}).get("taskSupport")
-    return declared if declared in TASK_SUPPORT else "optional"
+def task_support(override: str | None) -> str:
+    """What hosts are told of a tool: the config override, else `optional`, whatever the upstream
+    declared. mcpx holds a task for any tool (a `forbidden` or silent upstream sees a plain call;
+    the TypeScript SDK declares `forbidden` on every tool), and answers a plain call to an
+    upstream's `required` tool inline by following the upstream task (host/upstream_call.py)."""
+    return override or "optional"
 
 
 def check_support(support: str, params: dict[str, Any]) -> None:

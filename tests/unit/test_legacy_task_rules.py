@@ -75,21 +75,13 @@ def test_a_task_without_ttl_never_expires() -> None:
 
 
 @pytest.mark.parametrize(
-    ("override", "declared", "support"),
-    [
-        (None, None, "optional"),
-        (None, "required", "required"),
-        (None, "forbidden", "forbidden"),
-        (None, "sometimes", "optional"),
-        ("forbidden", "required", "forbidden"),
-        ("required", None, "required"),
-    ],
+    ("override", "support"), [(None, "optional"), ("forbidden", "forbidden"), ("required", "required")]
 )
-def test_task_support_is_the_override_else_the_declaration_else_optional(
-    override: str | None, declared: str | None, support: str
+def test_task_support_is_the_override_else_optional_whatever_the_upstream_declared(
+    override: str | None, support: str
 ) -> None:
-    tool: dict[str, Any] = {"name": "t"} if declared is None else {"name": "t", "execution": {"taskSupport": declared}}
-    assert rules.task_support(override, tool) == support
+    """mcpx holds a task for any tool, and follows an upstream's required one for a host holding none."""
+    assert rules.task_support(override) == support
 
 
 def test_a_forbidden_tool_called_as_a_task_is_method_not_found() -> None:

@@ -43,7 +43,7 @@ async def listing(path: Path, show_after_ms: int = 50) -> AsyncIterator[PlainCal
 
 
 def published(calls: PlainCalls) -> Published:
-    on_commit = calls.engine.store.on_commit  # type: ignore[attr-defined]
+    on_commit = calls.engine.store.on_commit  # type: ignore[attr-defined]  # the Store protocol has no on_commit; SqliteStore has
     assert isinstance(on_commit, Published)
     return on_commit
 
@@ -188,7 +188,7 @@ async def test_a_call_ending_while_its_row_is_written_still_ends_the_row(tmp_pat
             await gate.wait()
             await real_put(task, events)
 
-        store.put_task = slow_put  # type: ignore[method-assign]
+        store.put_task = slow_put  # type: ignore[method-assign]  # a slow store write, for this race alone
         lives: list[LiveCall] = []
 
         async def quick(live: LiveCall) -> dict[str, Any]:
@@ -204,7 +204,7 @@ async def test_a_call_ending_while_its_row_is_written_still_ends_the_row(tmp_pat
         async with anyio.create_task_group() as tg:
             tg.start_soon(release)
             assert await calls.run(INFO, quick) == RESULT
-        store.put_task = real_put  # type: ignore[method-assign]
+        store.put_task = real_put  # type: ignore[method-assign]  # put back
         row = await store.get_task(str(lives[0].row_id))
         assert row is not None and row.status == COMPLETED
 

@@ -105,6 +105,11 @@ def upstream_tool(tools: list[Any] | None, name: str) -> dict[str, Any] | None:
     return None
 
 
+def required(tool: dict[str, Any] | None) -> bool:
+    """The upstream runs this tool only as a task (`execution.taskSupport: required`)."""
+    return bool(_dig(tool, "execution", "taskSupport") == "required")
+
+
 def task_capable(session: TaskSession, tool: dict[str, Any] | None) -> bool:
     """Whether this upstream may be asked to run this tool as a task."""
     support = _dig(tool, "execution", "taskSupport")
