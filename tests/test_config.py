@@ -42,6 +42,13 @@ def test_server_needs_exactly_one_transport() -> None:
         parse_config({"mcpServers": {"a": {"command": "x", "url": "http://127.0.0.1:1/mcp"}}}, "c")
 
 
+def test_scope_host_is_for_stdio_servers_only() -> None:
+    with pytest.raises(ConfigError, match="only for stdio servers"):
+        parse_config({"mcpServers": {"a": {"url": "http://127.0.0.1:9/mcp", "mcpx": {"scope": "host"}}}}, "c")
+    parsed = parse_config({"mcpServers": {"a": {"command": "x", "mcpx": {"scope": "host", "maxInstances": 2}}}}, "c")
+    assert parsed.mcpServers["a"].mcpx.scope == "host" and parsed.mcpServers["a"].mcpx.maxInstances == 2
+
+
 def test_wrong_type_says_what_was_expected() -> None:
     with pytest.raises(ConfigError, match=r"c: daemon.port: Input should be a valid integer"):
         parse_config({"daemon": {"port": "eighty"}}, "c")

@@ -149,8 +149,66 @@ def test_with_no_operator_attached_the_server_is_told_why_at_once(start_daemon: 
     confirming = StreamedCall(b, "demo__confirm", {"question": "Ship it?"})
     text = confirming.result()["result"]["content"][0]["text"]
     assert "nobody could answer 'Ship it?'" in text and "cannot tell which of the 2 calls" in text, text
-    assert "attach one (mcpx console)" in text
+    assert "attach one (mcpx console)" in text and "mcpServers.demo.mcpx.scope: host" in text
     assert "result" in watching.result()
     with Api(d) as api:
         asked = api.history()
     assert asked and all(q["status"] == "expired" and len(q["candidates"]) == 2 for q in asked)
+
+
+def _own_processes(d: Daemon) -> list[int]:
+    """The demo server processes the daemon started itself: with keepers on, the shared one runs
+    under its keeper, so these are the hosts' own (`scope: host`)."""
+    assert d.proc is not None
+    daemon_pid = d.proc.pid
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as fh:
+                ppid = int(fh.read().rsplit(")", 1)[1].split()[1])
+            with open(f"/proc/{entry}/cmdline", "rb") as fh:
+                cmdline = fh.read()
+        except OSError:
+            continue
+        if ppid == daemon_pid and b"mcpx.demo.upstream" in cmdline:
+            found.append(int(entry))
+    return found
+
+
+def test_with_scope_host_each_host_has_its_own_process_and_answers_its_own_question(start_daemon: Any) -> None:
+    """No operator attached: host B's own elicitation handler answers, in B's process; A's call
+    completes in A's. A host's process stops when its connection closes."""
+    server = {**DEMO, "mcpx": {"scope": "host"}}
+    d = start_daemon({"mcpServers": {"demo": server}, "questions": {"operatorGraceMs": 200}})
+    a, b = _host(d), _host(d)
+    watching = _watch(a, seconds=3)
+    yes = {"action": "accept", "content": {"ok": True}}
+    confirming = StreamedCall(b, "demo__confirm", {"question": "Ship it?"}, answer=yes)
+    assert confirming.result()["result"]["content"][0]["text"] == "Ship it? — yes"
+    assert confirming.asked() == ["elicitation/create"]  # B was asked, by its own process
+    assert len(_own_processes(d)) == 2
+    assert "result" in watching.result() and watching.asked() == []
+    logs = sorted(p.name for p in (d.state_dir / "logs").glob("demo.*.stderr.log"))
+    conns = {c["id"] for c in Api(d).get("/v1/connections").json()["connections"]}
+    assert {name.split(".")[1] for name in logs} == conns and len(logs) == 2
+    with Api(d) as api:
+        [q] = api.history()
+        assert q["answeredBy"].startswith("host:") and q["candidates"] == []
+    assert b.client.delete(d.url, headers=b._legacy_headers()).status_code in (200, 204)
+    wait_until(lambda: len(_own_processes(d)) == 1, 10, "B's process to stop")
+
+
+def test_scope_host_is_bounded_by_max_instances(start_daemon: Any) -> None:
+    server = {**DEMO, "mcpx": {"scope": "host", "maxInstances": 1}}
+    d = start_daemon({"mcpServers": {"demo": server}})
+    a, b = _host(d), _host(d)
+    watching = _watch(a, seconds=30)
+    refused = b.legacy("tools/call", {"name": "demo__watch", "arguments": {"target": "x", "maxSeconds": 1}}).json()
+    assert refused["error"]["code"] == -32600, refused
+    assert "mcpServers.demo.mcpx.maxInstances" in refused["error"]["message"], refused
+    assert a.client.delete(d.url, headers=a._legacy_headers()).status_code in (200, 204)
+    watching.thread.join(10)
+    again = b.legacy("tools/call", {"name": "demo__watch", "arguments": {"target": "x", "maxSeconds": 1}}).json()
+    assert "result" in again, again

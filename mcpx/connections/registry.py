@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 import secrets
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -46,10 +46,12 @@ class ConnectionRegistry:
         *,
         in_use: Callable[[ConnectionRecord], bool] | None = None,
         on_idle_close: Callable[[ConnectionRecord], None] | None = None,
+        on_closed: Callable[[str], Awaitable[None]] | None = None,
     ) -> None:
         """`in_use` is asked before a quiet legacy session is closed: True while it is still in use
         (an open stream, a request of mcpx's waiting for its answer), so it stays open however
-        quiet. `on_idle_close` is told when a quiet host is closed."""
+        quiet. `on_idle_close` is told when a quiet host is closed; `on_closed` hears every closed
+        connection's id, however it closed (its own upstream processes stop)."""
         self.store = store
         self.idle_close_s = idle_close_s
         self.live: dict[str, ConnectionRecord] = {}
@@ -57,6 +59,7 @@ class ConnectionRegistry:
         self._seen: dict[str, int] = {}  # last-seen times not yet stored
         self.in_use = in_use or (lambda record: False)
         self.on_idle_close = on_idle_close
+        self.on_closed = on_closed
 
     async def restore(self) -> None:
         """Records the previous daemon left open: shims died with it (their socket is gone);
@@ -112,6 +115,8 @@ class ConnectionRegistry:
         closed = replace(record, last_seen_ms=last, closed_ms=now_ms(), close_reason=reason)
         event = Event("connection.closed", {"reason": reason}, connection_id=record.id)
         await self.store.put_connection(closed, [event])
+        if self.on_closed is not None:
+            await self.on_closed(record.id)
 
     async def run(self) -> None:
         """Store last-seen times now and then, and close stateless hosts gone quiet."""

@@ -56,6 +56,22 @@ class McpxServerOptions(_Strict):
     tools: dict[str, ToolOverride] = Field(
         default_factory=dict, description="Per-tool overrides, keyed by the upstream's tool name."
     )
+    scope: Literal["shared", "host"] = Field(
+        "shared",
+        description="`shared`: one process serves every host. `host` (stdio servers only): each host connection"
+        " gets a process of its own, started on its first call and stopped when the connection closes or idles"
+        " (`idleStopS`); a server's questions then always reach the host whose call asked, and no host sees"
+        " another's state. One more process lists the server's tools for everyone.",
+    )
+    maxInstances: int = Field(
+        16,
+        gt=0,
+        description="With `scope: host`: the most processes of this server at once. A host's first call beyond it"
+        " waits up to 10 s for one to stop, then fails with -32600 naming this limit.",
+    )
+    idleStopS: float = Field(
+        300, gt=0, description="With `scope: host`: a host's process with no call for this long is stopped."
+    )
 
     @field_validator("namespace")
     @classmethod
@@ -90,6 +106,8 @@ class ServerConfig(BaseModel):
             raise ValueError("each server needs exactly one of `command` (stdio) or `url` (HTTP)")
         if self.url is not None and not re.match(r"https?://", self.url):
             raise ValueError("`url` must start with http:// or https://")
+        if self.url is not None and self.mcpx.scope == "host":
+            raise ValueError("`mcpx.scope: host` starts a process per host: only for stdio servers (`command`)")
         if self.command is not None and runs_mcpx_serve(self.command, self.args):
             raise ValueError(
                 "this server is `mcpx serve` itself: mcpx would proxy itself (leave mcpx out of its own config)"

@@ -47,6 +47,7 @@ from ..tasks.engine import TaskEngine
 from ..tasks.frame_log import FrameLog
 from ..tasks.model import Task
 from ..upstream import carry_on
+from ..upstream.host_scoped import HostInstances
 from ..upstream.http import session_record
 from ..upstream.pool import UpstreamPool, UpstreamServer
 from . import state_folder
@@ -138,8 +139,13 @@ class Daemon:
             reclaim=carry_on.Reclaimer(self.pool),
             calls_keep_ms=tasks.ttlMs,
         )
+        self.instances = HostInstances()  # `scope: host` servers' processes, one per host connection
         self.registry = ConnectionRegistry(
-            store, config.connections.idleCloseS, in_use=self._session_in_use, on_idle_close=self._idle_closed
+            store,
+            config.connections.idleCloseS,
+            in_use=self._session_in_use,
+            on_idle_close=self._idle_closed,
+            on_closed=self.instances.release,
         )
         q = config.questions
         self.broker = Broker(
@@ -151,7 +157,7 @@ class Daemon:
             max_pending_per_task=q.maxPendingPerTask,
             max_bytes=q.maxBytes,
         )
-        self.dispatcher = Dispatcher(config, self.pool, self.hub, self.engine, self.broker)
+        self.dispatcher = Dispatcher(config, self.pool, self.hub, self.engine, self.broker, self.instances)
         self.router = HostRouter(
             self.dispatcher,
             self.registry,
@@ -320,6 +326,7 @@ class Daemon:
                 await self.registry.restore()
                 tg.start_soon(self.registry.run)
                 await self.pool.run(tg)
+                await self.instances.run(tg)
                 tg.start_soon(self._signals, server)
                 # Serve once every upstream had its (bounded) chance to start, so the capabilities
                 # a host is given at initialize/discover already include what the upstreams offer.
@@ -350,6 +357,7 @@ class Daemon:
                 # on a shared store take its tasks at once.
                 await self.engine.close(hand_over=not self.pool.detached)
                 self.phase = "stopping upstreams"
+                await self.instances.aclose()
                 await self.pool.aclose()
                 tg.cancel_scope.cancel()
             self.phase = "stopped"

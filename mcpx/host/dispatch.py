@@ -31,6 +31,7 @@ from ..protocol.revisions import MODERN
 from ..questions.broker import Broker
 from ..tasks.engine import TaskEngine, now_ms
 from ..upstream.catalogue import KINDS
+from ..upstream.host_scoped import HostInstances
 from ..upstream.pool import Route, UpstreamPool, UpstreamServer
 from . import eras
 from .capabilities import server_capabilities
@@ -48,9 +49,16 @@ Handler = Callable[[RequestContext, dict[str, Any]], Awaitable[dict[str, Any]]]
 
 class Dispatcher:
     def __init__(
-        self, config: Config, pool: UpstreamPool, hub: Hub, engine: TaskEngine, broker: Broker | None = None
+        self,
+        config: Config,
+        pool: UpstreamPool,
+        hub: Hub,
+        engine: TaskEngine,
+        broker: Broker | None = None,
+        instances: HostInstances | None = None,
     ) -> None:
         self.config = config
+        self.instances = instances or HostInstances()  # `scope: host` servers' per-host processes
         self.broker = broker or Broker(engine.store)
         self.pool = pool
         self.hub = hub
@@ -193,18 +201,24 @@ class Dispatcher:
         return task_support(override.taskSupport if override else None)
 
     # ---- forwarded requests --------------------------------------------------------------
+    async def _server(self, ctx: RequestContext, shared: UpstreamServer) -> UpstreamServer:
+        """Where this host's request goes: the shared process, or (`scope: host`) its own."""
+        if shared.cfg.mcpx.scope == "shared":
+            return shared
+        return await self.instances.for_host(shared, ctx.conn.record_id)
+
     async def _tools_call(self, ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
         route = self.pool.resolve(params.get("name"))
         if "arguments" in params and not isinstance(params["arguments"], dict):
             raise InvalidParams("tools/call: params.arguments must be an object")
-        server = self.pool.servers[route.server]
+        server = await self._server(ctx, self.pool.servers[route.server])
         return await self.tools_call_by_era[ctx.era](ctx, params, route, server, self._support(route))
 
     async def _prompts_get(self, ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
         route = self.pool.resolve(params.get("name"), "prompts")
         if "arguments" in params and not isinstance(params["arguments"], dict):
             raise InvalidParams("prompts/get: params.arguments must be an object")
-        server = self.pool.servers[route.server]
+        server = await self._server(ctx, self.pool.servers[route.server])
         named = {**params, "name": route.name}
         res = await self.calls.forward(ctx, server, "prompts/get", named, server.cfg.mcpx.callTimeout)
         if res.get("resultType") == "input_required":
@@ -213,6 +227,7 @@ class Dispatcher:
 
     async def _resources_read(self, ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
         server, uri = self.pool.resolve_uri(params.get("uri"))
+        server = await self._server(ctx, server)
         res = await self.calls.forward(
             ctx, server, "resources/read", {**params, "uri": uri}, server.cfg.mcpx.callTimeout
         )
@@ -238,6 +253,7 @@ class Dispatcher:
             raise MethodNotFound(
                 f"Upstream {server.key!r} offers no completions", http_status=404 if ctx.era == "modern" else None
             )
+        server = await self._server(ctx, server)
         res = await self.calls.forward(ctx, server, "completion/complete", {**params, "ref": ref})
         return shaping.result_for(res, ctx.revision)
 

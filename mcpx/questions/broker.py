@@ -207,7 +207,8 @@ class Broker:
                 if q.candidates:
                     reason = (
                         f"mcpx cannot tell which of the {len(q.candidates)} calls in flight on {q.upstream} asked"
-                        " (so no host may answer it) and no operator is attached: attach one (mcpx console)"
+                        " (so no host may answer it) and no operator is attached: attach one (mcpx console),"
+                        f" or give each host its own process of the server (mcpServers.{q.upstream}.mcpx.scope: host)"
                     )
                 else:
                     reason = f"the host did not declare {capability} and no operator is attached"

@@ -111,8 +111,11 @@ class UpstreamServer:
         on_change: OnListChanged | None = None,
         on_resource_updated: OnResourceUpdated | None = None,
         ask_operator: AskOperator | None = None,
+        instance: str | None = None,
     ) -> None:
+        """`instance` names one host's own process of a `scope: host` server (its log file's name)."""
         self.key = key
+        self.instance = instance
         self.ask_operator = ask_operator
         # Where a 2025-11-25 HTTP upstream's session is remembered for the next daemon (http_session_record).
         self.sessions_folder = sessions_folder if cfg.transport == "http" else None
@@ -141,6 +144,22 @@ class UpstreamServer:
         self._watch_changed = anyio.Event()
         self.on_resource_updated = on_resource_updated
         self.in_flight = 0  # host requests at this server now (mcpx.maxInFlight)
+        # When its last host request ended, on time.monotonic (a `scope: host` process idles out);
+        # not on `clock`, which is the restart loop's alone.
+        self.last_used = time.monotonic()
+
+    def sibling(self, instance: str) -> UpstreamServer:
+        """Another process of this server for one host alone (`scope: host`): never kept across a
+        restart; its lists serve that host's calls, the shared process lists for everyone."""
+        return UpstreamServer(
+            self.key,
+            self.cfg,
+            self.namespace,
+            self.log_dir,
+            on_resource_updated=self.on_resource_updated,
+            ask_operator=self.ask_operator,
+            instance=instance,
+        )
 
     def call_refusal(self) -> LimitReached | None:
         """Why a host request may not go to this server now, or None."""
@@ -162,6 +181,7 @@ class UpstreamServer:
             yield
         finally:
             self.in_flight -= 1
+            self.last_used = time.monotonic()
 
     @property
     def state(self) -> UpstreamState:
@@ -176,7 +196,11 @@ class UpstreamServer:
     @property
     def log_path(self) -> Path | None:
         """Where a stdio upstream's stderr goes (stdio.py writes it)."""
-        return self.log_dir / f"{self.key}.stderr.log" if self.cfg.transport == "stdio" else None
+        return self.log_dir / f"{self.log_name}.stderr.log" if self.cfg.transport == "stdio" else None
+
+    @property
+    def log_name(self) -> str:
+        return self.key if self.instance is None else f"{self.key}.{self.instance}"
 
     def stderr_tail(self, lines: int = 10, max_bytes: int = 8192) -> list[str]:
         path = self.log_path
@@ -220,7 +244,7 @@ class UpstreamServer:
                 self.key, self.cfg, self.log_dir, k.folder, grace_s=k.grace_s, buffer_bytes=k.buffer_bytes
             )
         elif self.cfg.transport == "stdio":
-            transport = StdioTransport(self.key, self.cfg, self.log_dir)
+            transport = StdioTransport(self.log_name, self.cfg, self.log_dir)
         else:
             transport = HttpTransport(self.key, self.cfg)
         self._transport = transport

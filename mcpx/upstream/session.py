@@ -250,7 +250,8 @@ class UpstreamSession:
                 msg["id"],
                 {
                     "code": -32601,
-                    "message": f"mcpx cannot tell which call asked {method} ({why}); nobody can answer it",
+                    "message": f"mcpx cannot tell which call asked {method} ({why}); nobody can answer it"
+                    f" (give each host its own process: mcpServers.{self.name}.mcpx.scope: host)",
                 },
             )
         if slot is not None and slot.sink is not None:

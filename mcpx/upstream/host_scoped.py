@@ -1,0 +1,108 @@
+"""The processes of `scope: host` servers: one per host connection, for its calls alone.
+
+A server shared by several hosts cannot always tell whose call asked a question, and keeps state
+(a login, a working folder, a cache) that one host may not want another to see. With
+`mcpx.scope: host`, each host connection gets a process of the server of its own, started on its
+first request and stopped when the connection closes or leaves it idle for `idleStopS`; at most
+`maxInstances` of them run at once. The pool's own process of the server still lists its tools,
+prompts and resources for every host.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+
+import anyio
+from anyio.abc import TaskGroup
+
+from ..protocol.errors import LimitReached
+from .pool import UpstreamServer
+
+log = logging.getLogger("mcpx.upstream")
+
+WAIT_FOR_ROOM_S = 10.0  # a host's first call beyond maxInstances waits this long for a process to stop
+SWEEP_EVERY_S = 5.0
+
+MakeInstance = Callable[[UpstreamServer, str], UpstreamServer]  # (the shared server, connection id)
+
+
+class HostInstances:
+    def __init__(
+        self, make: MakeInstance = UpstreamServer.sibling, *, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        self.make = make
+        self.clock = clock
+        self.tg: TaskGroup | None = None
+        self._running: dict[str, dict[str, UpstreamServer]] = {}  # server key -> connection id -> process
+        self._freed = anyio.Event()  # some process stopped: a waiting host may have room now
+
+    async def run(self, tg: TaskGroup) -> None:
+        """Under the daemon's task group: start processes there, and stop the idle ones."""
+        self.tg = tg
+        tg.start_soon(self._sweep)
+
+    def count(self, key: str) -> int:
+        return len(self._running.get(key, {}))
+
+    async def for_host(self, shared: UpstreamServer, connection: str) -> UpstreamServer:
+        """The process that serves this host's requests to `shared`: the shared one, or (scope:
+        host) the host's own, started now if it has none."""
+        if shared.cfg.mcpx.scope != "host":
+            return shared
+        running = self._running.setdefault(shared.key, {})
+        own = running.get(connection)
+        if own is not None:
+            return own
+        limit = shared.cfg.mcpx.maxInstances
+        with anyio.move_on_after(WAIT_FOR_ROOM_S):
+            while len(running) >= limit and connection not in running:
+                freed = self._freed
+                await freed.wait()
+        own = running.get(connection)  # started by a request of the same host meanwhile
+        if own is not None:
+            return own
+        if len(running) >= limit:
+            raise LimitReached(
+                f"mcpServers.{shared.key}.mcpx.maxInstances",
+                limit,
+                "that many hosts have a process of this server of their own; none stopped within"
+                f" {WAIT_FOR_ROOM_S:g} s (each stops when its host disconnects or after idleStopS)",
+            )
+        own = self.make(shared, connection)
+        running[connection] = own
+        assert self.tg is not None, "host instances not started"
+        self.tg.start_soon(own.run)
+        log.info("upstream %s: started a process for connection %s (%d running)", shared.key, connection, len(running))
+        return own
+
+    async def release(self, connection: str) -> None:
+        """The host connection closed: its processes stop."""
+        for key, running in list(self._running.items()):
+            own = running.pop(connection, None)
+            if own is not None:
+                await self._stop(key, connection, own, "its host connection closed")
+
+    async def _stop(self, key: str, connection: str, own: UpstreamServer, why: str) -> None:
+        log.info("upstream %s: stopping the process of connection %s: %s", key, connection, why)
+        await own.stop()
+        freed, self._freed = self._freed, anyio.Event()
+        freed.set()
+
+    async def _sweep(self) -> None:
+        while True:
+            await anyio.sleep(SWEEP_EVERY_S)
+            now = self.clock()
+            for key, running in list(self._running.items()):
+                for connection, own in list(running.items()):
+                    if own.in_flight == 0 and now - own.last_used >= own.cfg.mcpx.idleStopS:
+                        del running[connection]
+                        await self._stop(key, connection, own, f"idle for {own.cfg.mcpx.idleStopS:g} s")
+
+    async def aclose(self) -> None:
+        with anyio.CancelScope(shield=True):
+            for key, running in list(self._running.items()):
+                for connection, own in list(running.items()):
+                    del running[connection]
+                    await self._stop(key, connection, own, "the daemon stops")
