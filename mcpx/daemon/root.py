@@ -368,6 +368,7 @@ class Daemon:
     async def _drain(self) -> None:
         self.phase = "draining"
         await self.broker.close()
+        self.dispatcher.calls.plain.stopping("the mcpx daemon stopped while this call was running")
         cut = self.router.cut_all("the mcpx daemon is stopping; the call was cut")
         if cut:
             log.info("draining: %d running request(s) answered with an error", cut)

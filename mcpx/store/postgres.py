@@ -201,7 +201,7 @@ class PostgresStore(QueuedWrites):
             await db.execute("SELECT pg_advisory_unlock($1)", MIGRATE_LOCK)
 
     async def close(self) -> None:
-        self._queue.close()
+        await self._queue.shut()  # what was queued is committed before the connection goes
         for conn in (self._listener, self.db):
             if conn is not None:
                 await conn.close()

@@ -18,6 +18,7 @@ from . import codec
 from .base import StoreError
 
 BATCH_MAX = 256
+DRAIN_S = 5.0  # at close, how long the writer may take to commit what was queued before it
 Op = tuple[str, tuple[Any, ...]]
 
 
@@ -38,6 +39,9 @@ class WriteQueue:
     def __init__(self) -> None:
         self._send: MemoryObjectSendStream[Write] | None = None
         self._recv: MemoryObjectReceiveStream[Write] | None = None
+        self._draining = False
+        self._closed_unread = False  # shut before a writer ran: a writer started later has nothing to do
+        self._drained = anyio.Event()  # the writer's loop ended: everything queued was committed (or failed)
 
     def open(self) -> None:
         self._send, self._recv = anyio.create_memory_object_stream[Write](max_buffer_size=10_000)
@@ -45,6 +49,17 @@ class WriteQueue:
     def close(self) -> None:
         if self._send is not None:
             self._send.close()
+
+    async def shut(self, wait_s: float = DRAIN_S) -> None:
+        """Take no more writes, and let the writer commit those already queued (a task's outcome
+        written as the daemon stops must not be dropped with the connection), `wait_s` at most."""
+        self.close()
+        if self._draining:
+            with anyio.move_on_after(wait_s, shield=True):
+                await self._drained.wait()
+        elif self._recv is not None:
+            self._recv.close()  # no writer ran yet (a store opened only to be read)
+            self._closed_unread = True
 
     async def submit(self, ops: Sequence[Op], events: Sequence[Event] = ()) -> list[StoredEvent]:
         """Queue one write and return its stored events once its batch committed."""
@@ -68,15 +83,21 @@ class WriteQueue:
         BATCH_MAX writes at a time, until the queue is closed."""
         assert self._recv is not None
         recv = self._recv
-        async with recv:
-            async for first in recv:
-                batch = [first]
-                while len(batch) < BATCH_MAX:
-                    try:
-                        batch.append(recv.receive_nowait())
-                    except (anyio.WouldBlock, anyio.EndOfStream):  # EndOfStream: closed meanwhile
-                        break
-                await commit(batch)
+        self._draining = True
+        try:
+            if self._closed_unread:
+                return  # closed before any writer ran: nothing was (or can be) queued
+            async with recv:
+                async for first in recv:
+                    batch = [first]
+                    while len(batch) < BATCH_MAX:
+                        try:
+                            batch.append(recv.receive_nowait())
+                        except (anyio.WouldBlock, anyio.EndOfStream):  # EndOfStream: closed meanwhile
+                            break
+                    await commit(batch)
+        finally:
+            self._drained.set()
 
 
 @dataclass(frozen=True)

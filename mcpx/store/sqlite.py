@@ -138,7 +138,7 @@ class SqliteStore(QueuedWrites):
             raise
 
     async def close(self) -> None:
-        self._queue.close()
+        await self._queue.shut()  # what was queued is committed before the connection goes
         for conn in (self.db, self.reader):
             if conn is not None:
                 await conn.close()

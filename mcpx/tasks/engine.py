@@ -105,6 +105,7 @@ class Run:
         self.era = era
         self.scope = anyio.CancelScope()
         self.done = anyio.Event()
+        self.written = anyio.Event()  # set once its outcome is in its row (or it has none to write)
         self.task_id: str | None = None
         self.adopted = anyio.Event()  # set once `task_id` names a committed row
         # Set once a restarted daemon could carry the upstream work on (its request or upstream
@@ -473,10 +474,15 @@ class TaskEngine:
             run.anchored.set()
             if run.also_wake is not None:
                 run.also_wake.set()
+        try:
+            if run.outcome is not None and run.task_id is not None:
+                with anyio.CancelScope(shield=True):
+                    await self._finish(run.task_id, run.outcome)
+        finally:
+            # Only now: close() waits for the runs it finds here, their outcomes written included
+            # (a result the upstream gave as the daemon stops must reach the row, not be "lost").
             self._runs.discard(run)
-        if run.outcome is not None and run.task_id is not None:
-            with anyio.CancelScope(shield=True):
-                await self._finish(run.task_id, run.outcome)
+            run.written.set()
 
     async def _finish(self, task_id: str, outcome: Outcome) -> None:
         def update(current: Task) -> Task | None:
@@ -650,7 +656,7 @@ class TaskEngine:
             run.scope.cancel()
         with anyio.move_on_after(CLOSE_GRACE_S, shield=True):
             for run in list(self._runs):
-                await run.done.wait()
+                await run.written.wait()
         if self.shares_store and hand_over:
             with anyio.CancelScope(shield=True):
                 try:

@@ -19,10 +19,10 @@ from typing import Any
 
 import anyio
 
-from ..protocol.errors import UpstreamUnavailable
+from ..protocol.errors import INTERNAL_ERROR, UpstreamUnavailable
 from ..protocol.revisions import Era
 from .engine import Outcome, TaskEngine, now_ms, outcome_of_error, outcome_of_result
-from .model import CANCELLED, WORKING, Task, new_task_id
+from .model import CANCELLED, FAILED, WORKING, Task, new_task_id
 
 log = logging.getLogger("mcpx.calls")
 
@@ -106,6 +106,7 @@ class PlainCalls:
         self._keys = itertools.count()
         self._wake = anyio.Event()
         self._idle = False  # the sweeper waits for a call (not for the oldest one to come due)
+        self.stop_reason: str | None = None  # set when the daemon drains: calls cut from now on say so
 
     async def run(self, info: CallInfo, call: Callable[[LiveCall], Awaitable[dict[str, Any]]]) -> dict[str, Any]:
         """Run `call`, listed if it runs long. Raises OperatorCancelled when an operator stopped it."""
@@ -121,7 +122,7 @@ class PlainCalls:
         except BaseException as exc:
             self._unlisted.pop(key, None)
             if live.written is not None:
-                outcome = outcome_of_error(exc) if isinstance(exc, Exception) else Outcome(CANCELLED, message=BY_HOST)
+                outcome = outcome_of_error(exc) if isinstance(exc, Exception) else self._cut()
                 with anyio.CancelScope(shield=True):
                     await self._end(live, outcome)
             raise
@@ -132,6 +133,15 @@ class PlainCalls:
             with anyio.CancelScope(shield=True):
                 await self._end(live, outcome_of_result(info.era, result))
         return result
+
+    def stopping(self, reason: str) -> None:
+        """The daemon drains: the calls it cuts end their rows failed, saying why (not "cancelled by the host")."""
+        self.stop_reason = reason
+
+    def _cut(self) -> Outcome:
+        if self.stop_reason is None:
+            return Outcome(CANCELLED, message=BY_HOST)
+        return Outcome(FAILED, error={"code": INTERNAL_ERROR, "message": self.stop_reason}, message=self.stop_reason)
 
     async def _stopped(self, live: LiveCall) -> None:
         """The call's scope was cancelled from its row: an operator's cancel, or the daemon stopping."""
