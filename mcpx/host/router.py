@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import logging
-import math
 import time
 from collections.abc import Callable, Coroutine
 from typing import Any, Protocol
 
 import anyio
 from anyio.abc import TaskGroup
-from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from ..connections.record import ConnectionKind
 from ..connections.registry import ConnectionRegistry
@@ -219,7 +217,3 @@ def notifier(revision: str, sink: FrameSink) -> Send:
 
 # Frames for one host stream; None tells the stream's writer that the request is over.
 StreamItem = dict[str, Any] | None
-
-
-def notification_stream() -> tuple[MemoryObjectSendStream[StreamItem], MemoryObjectReceiveStream[StreamItem]]:
-    return anyio.create_memory_object_stream[StreamItem](max_buffer_size=math.inf)

@@ -16,6 +16,7 @@ from ..protocol.errors import McpError
 from ..protocol.revisions import LEGACY_LATEST, MODERN, is_modern
 from ..store import StoreError
 from .connection import HostConnection, Send
+from .outbound import Outbound
 from .router import Call, HostRouter, emit
 
 log = logging.getLogger("mcpx.host")
@@ -32,28 +33,30 @@ class ShimEndpoint:
             await ws.close(code=4401, reason="mcpx API token required")
             return
         await ws.accept()
-        lock = anyio.Lock()
         peer = f"{ws.client.host}:{ws.client.port}" if ws.client else None
         conn = HostConnection("stdio", peer=peer)
         pid = ws.headers.get("x-mcpx-shim-pid", "")
         conn.shim_pid = int(pid) if pid.isdigit() else None
         conn.label = naming.from_header(ws.headers.get(naming.LABEL_HEADER) or ws.headers.get(naming.PROCESS_HEADER))
+        # Everything for this host goes through one bounded channel with its own writer: an upstream
+        # reader relaying progress, or a task change, never waits for a shim that stopped reading.
+        slow = anyio.Event()
+        out = Outbound(f"{conn.record_id} (mcpx serve)", on_slow=lambda _why: slow.set())
+        write = out.send
 
-        async def write(frame: dict[str, Any]) -> None:
-            async with lock:
-                await ws.send_text(json.dumps(frame, separators=(",", ":"), ensure_ascii=False))
+        async def send_text(frame: dict[str, Any]) -> None:
+            await ws.send_text(json.dumps(frame, separators=(",", ":"), ensure_ascii=False))
 
         async def notify(frame: dict[str, Any]) -> None:
             emit(conn.revision or MODERN, frame.get("method"), frame)
-            try:
-                await write(frame)
-            except Exception as exc:  # noqa: BLE001 - whatever closed the socket, progress is advisory
-                log.debug("shim %s gone: notification %s dropped (%s)", conn.id, frame.get("method"), exc)
+            out.send_nowait(frame)
 
         conn.attach(notify)
         await self.router.open(conn, "shim")
         try:
             async with anyio.create_task_group() as tg:
+                tg.start_soon(self._writer, out, send_text)
+                tg.start_soon(_end_when, slow, tg.cancel_scope)
                 while True:
                     try:
                         text = await ws.receive_text()
@@ -62,11 +65,22 @@ class ShimEndpoint:
                     await self._line(conn, text, write, notify, tg)
                 tg.cancel_scope.cancel()  # stop waiting; the calls themselves run on in the router
         finally:
+            out.close()
             with anyio.CancelScope(shield=True):
+                if out.slow is not None:
+                    with anyio.move_on_after(1):
+                        await ws.close(code=1008, reason=out.slow[:120])
                 try:
-                    await self.router.close(conn, "the mcpx serve process disconnected")
+                    await self.router.close(conn, out.slow or "the mcpx serve process disconnected")
                 except StoreError as exc:
                     log.warning("shim %s: could not record its end: %s", conn.record_id, exc)
+
+    async def _writer(self, out: Outbound, send_text: Send) -> None:
+        try:
+            await out.drain(send_text)
+        except Exception as exc:  # noqa: BLE001 - the socket closed, however: what was queued is undeliverable
+            log.debug("shim writer %s stopped: %s", out.name, exc)
+            out.close()
 
     async def _line(self, conn: HostConnection, text: str, write: Send, notify: Send, tg: TaskGroup) -> None:
         try:
@@ -105,8 +119,10 @@ class ShimEndpoint:
     async def _deliver(self, call: Call, write: Send) -> None:
         await call.done.wait()
         if call.frame is not None:
-            try:
-                await write(call.frame)
-            except Exception as exc:  # noqa: BLE001 - the shim is gone, however its socket closed
-                # The call itself completed (a task stays collectable); only this reply is lost.
-                log.warning("shim gone before its reply to request %r could be sent: %s", call.frame.get("id"), exc)
+            await write(call.frame)  # queued; a shim gone meanwhile loses only this reply (a task stays collectable)
+
+
+async def _end_when(slow: anyio.Event, scope: anyio.CancelScope) -> None:
+    """A slow consumer's connection ends: the reading loop stops, and the socket is closed."""
+    await slow.wait()
+    scope.cancel()

@@ -6,6 +6,7 @@ a protocol version is stateless 2026-07-28; anything else must belong to a known
 
 from __future__ import annotations
 
+import functools
 import logging
 import math
 from typing import Any
@@ -29,13 +30,15 @@ from ...protocol.errors import (
 from ...protocol.revisions import LEGACY_LATEST, MODERN, Era, is_modern
 from ..auth import TokenTable
 from ..connection import HostConnection, RequestContext
-from ..router import Call, HostRouter, StreamItem, emit, notification_stream, notifier
+from ..outbound import Outbound
+from ..router import Call, HostRouter, StreamItem, emit, notifier
 from .sessions import HttpHosts, label_of
 
 log = logging.getLogger("mcpx.host")
 
 SSE_HEADERS = [(b"content-type", b"text/event-stream"), (b"cache-control", b"no-cache"), (b"x-accel-buffering", b"no")]
 KEEPALIVE_S = 15.0
+_KEEPALIVE: dict[str, Any] = {}  # the session stream's keepalive comment, queued like a frame
 # Methods whose reply may stream notifications first; the rest answer as one JSON body.
 _STREAMING = frozenset({"tools/call", "prompts/get", "resources/read", "subscriptions/listen", "tasks/result"})
 
@@ -241,7 +244,7 @@ class McpEndpoint:
         runs on, its reply dropped). Most calls send nothing meanwhile: no task but this one."""
         accept = headers.get("accept", "")
         streaming = "text/event-stream" in accept and (msg.method in _STREAMING or "application/json" not in accept)
-        stream = _LazyStream(send, self.router)
+        stream = _LazyStream(send, self.router, f"{ctx.conn.record_id} request {msg.id!r}")
         if streaming:
             ctx.notify = notifier(ctx.revision, stream)
         call = self.router.prepare(ctx, msg)
@@ -269,31 +272,38 @@ class McpEndpoint:
             return await _json(send, 404, None)
         if "text/event-stream" not in headers.get("accept", ""):
             return await _json(send, 406, None)
-        tx, rx = notification_stream()
-        conn.attach(notifier(conn.revision or LEGACY_LATEST, tx))
+        out = Outbound(f"{conn.record_id} session stream")
+        sender = notifier(conn.revision or LEGACY_LATEST, out)
+        conn.attach(sender)
         await send({"type": "http.response.start", "status": 200, "headers": SSE_HEADERS})
         async with anyio.create_task_group() as tg:
 
             async def on_disconnect() -> None:
                 while (await receive())["type"] != "http.disconnect":
                     pass
-                tx.send_nowait(None)
+                out.send_nowait(None)
 
             async def keepalive() -> None:
                 while True:
                     await anyio.sleep(KEEPALIVE_S)
+                    out.send_nowait(_KEEPALIVE)  # through the channel: one writer, and a stall shows
+
+            async def write(frame: dict[str, Any]) -> None:
+                if sid not in self.hosts.sessions:
+                    out.close()  # the session was deleted: its stream ends
+                elif frame is _KEEPALIVE:
                     await send({"type": "http.response.body", "body": b": keepalive\n\n", "more_body": True})
+                else:
+                    await _sse(send, frame)
 
             tg.start_soon(on_disconnect)
             tg.start_soon(keepalive)
-            async with rx:
-                async for item in rx:
-                    if item is None or sid not in self.hosts.sessions:
-                        break
-                    await _sse(send, item)
+            await out.drain(write)
             tg.cancel_scope.cancel()
-        conn.attach(None)
-        await send({"type": "http.response.body", "body": b"", "more_body": False})
+        if conn.send is sender:  # (not a stream the host opened since)
+            conn.attach(None)
+        if out.slow is None:
+            await send({"type": "http.response.body", "body": b"", "more_body": False})
 
     async def _delete(self, headers: dict[str, str], principal: str | None, send: AsgiSend) -> None:
         sid = headers.get("mcp-session-id")
@@ -348,12 +358,13 @@ async def _read_body(receive: Receive, limit: int, headers: dict[str, str]) -> b
 
 class _LazyStream:
     """A request's SSE stream, opened by its first frame: a writer task drains what the call sends
-    the host meanwhile (never blocking the call: the buffer is unbounded, as progress is advisory)."""
+    the host meanwhile, through a bounded channel that never blocks the call (host/outbound.py):
+    a host that stops reading loses progress first, then the stream."""
 
-    def __init__(self, send: AsgiSend, router: HostRouter) -> None:
+    def __init__(self, send: AsgiSend, router: HostRouter, name: str) -> None:
         self.send = send
         self.router = router
-        self._tx, self._rx = notification_stream()
+        self.out = Outbound(name)
         self.started = False
         self.disconnected = False
         self._written = anyio.Event()
@@ -363,17 +374,14 @@ class _LazyStream:
         if not self.started:
             self.started = True
             self.router.spawn(self._write)
-        self._tx.send_nowait(item)
+        self.out.send_nowait(item)
 
     async def _write(self) -> None:
         try:
             await self.send({"type": "http.response.start", "status": 200, "headers": SSE_HEADERS})
-            async with self._rx:
-                async for item in self._rx:
-                    if item is None:
-                        break
-                    await _sse(self.send, item)
-            await self.send({"type": "http.response.body", "body": b"", "more_body": False})
+            await self.out.drain(functools.partial(_sse, self.send))
+            if self.out.slow is None:
+                await self.send({"type": "http.response.body", "body": b"", "more_body": False})
         except OSError:  # the host went: nothing more to write
             pass
         finally:
@@ -381,13 +389,12 @@ class _LazyStream:
 
     async def finish(self, frame: dict[str, Any] | None) -> None:
         if frame is not None:
-            self._tx.send_nowait(frame)
-        self._tx.send_nowait(None)
+            self.out.send_nowait(frame)
+        self.out.send_nowait(None)
         await self._written.wait()
 
     def close(self) -> None:
-        self._tx.close()
-        self._rx.close()
+        self.out.close()
 
 
 async def _cancel_on_disconnect(receive: Receive, call: Call, stream: _LazyStream) -> None:
