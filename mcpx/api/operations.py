@@ -10,7 +10,7 @@ from typing import Any
 
 from ..connections.registry import ConnectionRegistry
 from ..events.bus import EventBus, StoredEvent
-from ..questions.broker import Broker, NotOpen, UnknownQuestion
+from ..questions.broker import Broker, NotOpen, NotRecorded, UnknownQuestion
 from ..questions.question import Action, AnswerError, Question, QuestionStatus, operator_answer
 from ..store import TaskQuery
 from ..tasks import changes
@@ -27,6 +27,10 @@ class NotFound(LookupError):
 
 class Conflict(Exception):
     pass
+
+
+class Unavailable(Exception):
+    """The store could not record the change, so nothing changed; it may be tried again (503)."""
 
 
 @dataclass(frozen=True)
@@ -184,6 +188,9 @@ class Operations:
                 answered.append(q.id)
             except (NotOpen, UnknownQuestion):
                 ignored.append(q.id)
+            except NotRecorded as exc:  # the ones before it stand: say which
+                before = f"; answered before it: {', '.join(answered)}" if answered else ""
+                raise Unavailable(f"{exc.message}{before}") from None
         return {"answered": answered, "ignored": ignored}
 
     def frames(self, task_id: str) -> list[Frame]:
@@ -211,6 +218,8 @@ class Operations:
             raise NotFound(f"no question {qid}") from None
         except NotOpen as exc:
             raise Conflict(str(exc)) from None
+        except NotRecorded as exc:
+            raise Unavailable(exc.message) from None
 
     # ---- events --------------------------------------------------------------------------
     async def events(

@@ -23,7 +23,7 @@ from ..events.bus import EventKind
 from ..protocol.errors import LimitReached
 from ..questions.question import AnswerError, QuestionStatus
 from . import models
-from .operations import CURSOR_PATTERN, Conflict, NotFound, Operations
+from .operations import CURSOR_PATTERN, Conflict, NotFound, Operations, Unavailable
 from .origin import origin_allowed
 
 ERRORS: dict[int | str, dict[str, Any]] = {
@@ -36,6 +36,12 @@ NOT_FOUND: dict[int | str, dict[str, Any]] = {404: {"model": models.ErrorBody, "
 CONFLICT: dict[int | str, dict[str, Any]] = {409: {"model": models.ErrorBody, "description": "Too late: already done."}}
 TOO_LARGE: dict[int | str, dict[str, Any]] = {
     413: {"model": models.ErrorBody, "description": "An answer over `questions.maxBytes`."}
+}
+UNAVAILABLE: dict[int | str, dict[str, Any]] = {
+    503: {
+        "model": models.ErrorBody,
+        "description": "The store could not record the answer: nothing changed, try again.",
+    }
 }
 SEQ_MAX = 2**63 - 1  # SQLite's largest integer
 _bearer = HTTPBearer(auto_error=False, description="The token in the daemon's state folder (`token`, mode 0600).")
@@ -162,7 +168,7 @@ def build(ops: Operations, token: str, status: StatusFn, allowed_origins: list[s
     @app.post(
         "/v1/tasks/{task_id}/input",
         response_model=models.InputOutcome,
-        responses={**NOT_FOUND, **TOO_LARGE},
+        responses={**NOT_FOUND, **TOO_LARGE, **UNAVAILABLE},
         summary="Answer a task's input requests (either era), as a 2026 host's tasks/update would",
     )
     async def task_input(task_id: Annotated[str, Path()], body: models.InputBody) -> Any:
@@ -172,6 +178,8 @@ def build(ops: Operations, token: str, status: StatusFn, allowed_origins: list[s
             raise HTTPException(404, str(exc)) from None
         except LimitReached as exc:
             raise HTTPException(413, exc.message) from None
+        except Unavailable as exc:
+            raise HTTPException(503, str(exc)) from None
         except AnswerError as exc:
             return _unfit(exc)
 
@@ -202,7 +210,7 @@ def build(ops: Operations, token: str, status: StatusFn, allowed_origins: list[s
     @app.post(
         "/v1/questions/{question_id}/answer",
         response_model=models.Question,
-        responses={**NOT_FOUND, **CONFLICT, **TOO_LARGE},
+        responses={**NOT_FOUND, **CONFLICT, **TOO_LARGE, **UNAVAILABLE},
         summary="Answer a question (checked against what it asks)",
     )
     async def answer_question(question_id: Annotated[str, Path()], body: models.AnswerBody) -> Any:
@@ -214,6 +222,8 @@ def build(ops: Operations, token: str, status: StatusFn, allowed_origins: list[s
             raise HTTPException(409, str(exc)) from None
         except LimitReached as exc:
             raise HTTPException(413, exc.message) from None
+        except Unavailable as exc:
+            raise HTTPException(503, str(exc)) from None
         except AnswerError as exc:
             return _unfit(exc)
         return q.wire()

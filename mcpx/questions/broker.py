@@ -8,11 +8,14 @@ answer wins and later ones are refused. A question nobody can answer (the host l
 capability and no operator is attached, `questions.waitForOperator`) is answered at once the way
 a client without the capability would: with an error. At expiry an elicitation is answered
 `cancel`; anything else fails. A question whose call ends first closes with it.
-Every change is stored with its `question.*` event.
+Every change is stored with its `question.*` event, and counts only once stored: answers to one
+question are written one at a time, so the first one the store records is the one the upstream
+gets; one it fails to record is refused (NotRecorded) and the question stays open for the next.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import time
@@ -46,12 +49,24 @@ class UnknownQuestion(Exception):
     """No question has this id (HTTP 404)."""
 
 
+class NotRecorded(InternalError):
+    """The store could not write an answer (or a closing): nothing changed, the question is still
+    open. A host gets it as -32603, `/v1` as 503."""
+
+    def __init__(self, message: str, reason: str) -> None:
+        super().__init__(message)
+        self.reason = reason  # the store's own words
+
+
 @dataclass
 class _Waiting:
     question: Question
     done: anyio.Event = field(default_factory=anyio.Event)
     error: BaseException | None = None  # what the upstream gets instead of an answer
     told_waiting: bool = False  # the host was told the question waits for an operator
+    # The claim: held while one answer (or closing) is written, so two cannot both think they won
+    # while the store is slow or failing; the next one waits and sees what the first came to.
+    closing: anyio.Lock = field(default_factory=anyio.Lock)
 
 
 def _json_size(value: object) -> int:
@@ -90,7 +105,10 @@ class Broker:
         self._closed = reason
         for waiting in list(self._open.values()):
             if waiting.question.status == "open":
-                if await self._expire(waiting.question, reason, waiting=waiting):
+                try:
+                    if await self._expire(waiting.question, reason, waiting=waiting):
+                        waiting.error = InternalError(f"question not answered: {reason}")
+                except NotRecorded:  # the same error either way: the call is being cut
                     waiting.error = InternalError(f"question not answered: {reason}")
                 waiting.done.set()
 
@@ -142,7 +160,9 @@ class Broker:
             raise InternalError(f"mcpx could not record the upstream's {method}: {exc}") from None
         except BaseException:  # cancelled while the row was written: no ghost question stays open
             self._open.pop(q.id, None)
-            with anyio.CancelScope(shield=True):  # nor in its row, which the writer may still commit
+            # Nor in its row, which the writer may still commit (a failed write is logged; the
+            # cancellation is what goes on).
+            with anyio.CancelScope(shield=True), contextlib.suppress(NotRecorded):
                 await self._expire(q, "the call ended")
             raise
         expired = False
@@ -161,7 +181,9 @@ class Broker:
             with anyio.CancelScope(shield=True):
                 if q.status == "open":  # its call ended first (cancelled, timed out), or it expired
                     reason = f"expired after {self.expiry_s:g} s" if expired else "the call ended"
-                    await self._expire(q, reason, waiting=waiting)
+                    # Not recorded: logged, and the upstream gets no expiry answer (below: an error).
+                    with contextlib.suppress(NotRecorded):
+                        await self._expire(q, reason, waiting=waiting)
                 if waiting.told_waiting and on_waiting is not None:
                     await self._tell(q, on_waiting, None)  # it waits no more: the host is told so
         if waiting.error is not None:
@@ -179,21 +201,39 @@ class Broker:
             if q.method != "elicitation/create":
                 # The host's own error is its answer: no operator stand-in for sampling or roots.
                 error = exc.error if isinstance(exc, UpstreamError) else {"code": -32603, "message": str(exc)}
-                if await self._settle(q, None, error, f"host:{q.connection}", waiting=waiting):
-                    waiting.error = exc if isinstance(exc, (UpstreamError, McpError)) else UpstreamError(error)
-                waiting.done.set()
-                return
+                try:
+                    if await self._settle(q, None, error, f"host:{q.connection}", waiting=waiting):
+                        waiting.error = exc if isinstance(exc, (UpstreamError, McpError)) else UpstreamError(error)
+                    waiting.done.set()
+                    return
+                except NotRecorded:
+                    pass  # as if the host had not replied: below
             # An elicitation may still be answered by an operator, if one is (or soon is) attached;
             # otherwise nobody will, and the upstream is not held until the question expires.
-            if self.wait_for_operator == "attached" and not self.bus.operators():
-                with anyio.move_on_after(self.operator_grace_s):
-                    await self.bus.operator_attached()
-                if not self.bus.operators():
-                    reason = "the host could not answer and no operator is attached"
-                    await self._expire(q, reason, waiting=waiting, unanswered=True)
-                    waiting.done.set()
+            await self._leave_to_operator(waiting, "the host could not answer and no operator is attached")
             return
-        await self.answer(q.id, answer, f"host:{q.connection}")
+        try:
+            await self.answer(q.id, answer, f"host:{q.connection}")
+        except NotRecorded:
+            # The host's reply cannot be refused to it any more (it was a response, or an
+            # acknowledged tasks/update), so it is dropped: the upstream gets only recorded answers,
+            # and the question stays open as if the host had not replied.
+            await self._leave_to_operator(
+                waiting, "the host's answer could not be recorded and no operator is attached"
+            )
+
+    async def _leave_to_operator(self, waiting: _Waiting, reason: str) -> None:
+        """The host will not answer: the question waits for an operator if one is (or soon is)
+        attached, or `questions.waitForOperator` says always; otherwise it closes unanswered."""
+        if self.wait_for_operator == "attached" and not self.bus.operators():
+            with anyio.move_on_after(self.operator_grace_s):
+                await self.bus.operator_attached()
+            if not self.bus.operators():
+                try:
+                    await self._expire(waiting.question, reason, waiting=waiting, unanswered=True)
+                except NotRecorded as exc:
+                    waiting.error = _unrecorded_end(waiting.question, exc)
+                waiting.done.set()
 
     async def _need_operator(self, waiting: _Waiting, on_waiting: OnWaiting | None) -> None:
         """Nobody but an operator can answer: wait for one to attach (briefly), or give the
@@ -213,8 +253,11 @@ class Broker:
                 else:
                     reason = f"the host did not declare {capability} and no operator is attached"
                 error = MethodNotFound(f"Method not found: {q.method} ({reason})")
-                if await self._expire(q, reason, error.to_error(), waiting=waiting):
-                    waiting.error = error
+                try:
+                    if await self._expire(q, reason, error.to_error(), waiting=waiting):
+                        waiting.error = error
+                except NotRecorded as exc:
+                    waiting.error = _unrecorded_end(q, exc)
                 waiting.done.set()
                 return
         if on_waiting is not None:
@@ -240,15 +283,15 @@ class Broker:
                 )
 
     async def answer(self, qid: str, answer: dict[str, Any], by: str) -> bool:
-        """First answer wins; later ones (and unknown ids) are ignored. True when it was taken.
-        An answer larger than `max_bytes` is refused (LimitReached) and the question stays open."""
+        """The first answer recorded wins; later ones (and unknown ids) are ignored. True when it
+        was taken. An answer larger than `max_bytes` is refused (LimitReached), one the store does
+        not record too (NotRecorded); the question stays open either way."""
         waiting = self._open.get(qid)
         if waiting is None or waiting.question.status != "open":
             return False
         self._check_answer_size(answer)
-        with anyio.CancelScope(shield=True):  # the row is written before anyone is woken
-            taken = await self._settle(waiting.question, answer, None, by, waiting=waiting)
-        waiting.done.set()
+        taken = await self._settle(waiting.question, answer, None, by, waiting=waiting)  # the row first
+        waiting.done.set()  # then the asker: this answer, or the one that came first
         return taken
 
     async def answer_as_operator(
@@ -267,11 +310,10 @@ class Broker:
         out = operator_answer(waiting.question, action, content, result)
         if isinstance(out, tuple):
             code, message = out
-            with anyio.CancelScope(shield=True):
-                error = {"code": code, "message": message}
-                taken = await self._settle(waiting.question, None, error, by, action=action, waiting=waiting)
-                if taken:
-                    waiting.error = UpstreamError(error)
+            error = {"code": code, "message": message}
+            taken = await self._settle(waiting.question, None, error, by, action=action, waiting=waiting)
+            if taken:
+                waiting.error = UpstreamError(error)
             waiting.done.set()
             if not taken:
                 raise NotOpen(f"question {qid} was answered meanwhile")
@@ -325,25 +367,19 @@ class Broker:
     async def take_stored_answer(self, qid: str) -> None:
         """Another daemon answered a question asked here (its row says how): the asker gets that."""
         waiting = self._open.get(qid)
-        if waiting is None or waiting.question.status != "open":
+        if waiting is None:
             return
-        if await self._adopt_stored(waiting):
-            waiting.done.set()
+        async with waiting.closing:  # not while an answer of ours is being written: its outcome first
+            if waiting.question.status != "open" or not await self._adopt_stored(waiting):
+                return
+        waiting.done.set()
 
     async def _adopt_stored(self, waiting: _Waiting) -> bool:
         """The question's row was closed by another daemon: take its answer (or error) as ours."""
         stored = await self.store.get_question(waiting.question.id)
         if stored is None or stored.status == "open":
             return False
-        q = waiting.question
-        q.status, q.answered_by, q.answer, q.error, q.closed_ms, q.reason = (
-            stored.status,
-            stored.answered_by,
-            stored.answer,
-            stored.error,
-            stored.closed_ms,
-            stored.reason,
-        )
+        _take(waiting.question, stored)
         if stored.error is not None:
             waiting.error = UpstreamError(stored.error)
         return True
@@ -358,8 +394,9 @@ class Broker:
         *,
         waiting: _Waiting | None = None,
     ) -> bool:
-        """Close `q` as answered. The first answer wins, across daemons too: False, and `q` left
-        as it was, when its row was closed first (then `waiting`, if given, takes the row's answer)."""
+        """Close `q` as answered. The first answer recorded wins, across daemons too: False, and `q`
+        left as it was, when it was closed first (by another daemon: `waiting`, if given, then takes
+        the row's answer). NotRecorded, and `q` still open, when the store did not write it."""
         data: dict[str, Any] = {
             "by": by,
             "action": action or (answer or {}).get("action") or ("error" if error else "accept"),
@@ -370,10 +407,7 @@ class Broker:
             data["error"] = error
         closed = replace(q, status="answered", answered_by=by, answer=answer, error=error, closed_ms=_now_ms())
         event = Event("question.answered", data, q.task_id, q.connection, q.id, by=by)
-        if not await self._close(closed, event, waiting):
-            return False
-        q.status, q.answered_by, q.answer, q.error, q.closed_ms = "answered", by, answer, error, closed.closed_ms
-        return True
+        return await self._close(q, closed, event, waiting)
 
     async def _expire(
         self,
@@ -384,32 +418,58 @@ class Broker:
         waiting: _Waiting | None = None,
         unanswered: bool = False,
     ) -> bool:
-        """Close `q` unanswered; False (and `q` unchanged) when another daemon's answer came first
-        (then `waiting`, if given, takes that answer). `unanswered`: nobody will answer it (as at its
-        expiry), so an elicitation gets its polite answer."""
+        """Close `q` unanswered; False (and `q` unchanged) when an answer came first (another
+        daemon's: `waiting`, if given, then takes it), NotRecorded when the store did not write it.
+        `unanswered`: nobody will answer it (as at its expiry), so an elicitation gets its polite
+        answer."""
         closed = replace(q, status="expired", answered_by="mcpx", closed_ms=_now_ms(), reason=reason, error=error)
         # An elicitation nobody answered in time is declined politely; other kinds have no neutral answer.
         if error is None and q.method == "elicitation/create" and (unanswered or reason.startswith("expired")):
             closed.answer = {"action": "cancel"}
         event = Event("question.expired", {"reason": reason}, q.task_id, q.connection, q.id, by="mcpx")
-        if not await self._close(closed, event, waiting):
-            return False
-        q.status, q.answered_by, q.closed_ms, q.reason, q.error, q.answer = (
-            closed.status,
-            closed.answered_by,
-            closed.closed_ms,
-            closed.reason,
-            closed.error,
-            closed.answer,
-        )
-        return True
+        return await self._close(q, closed, event, waiting)
 
-    async def _close(self, closed: Question, event: Event, waiting: _Waiting | None) -> bool:
+    async def _close(self, q: Question, closed: Question, event: Event, waiting: _Waiting | None) -> bool:
+        """Write `closed` (`q` closed) with its event, and only then make it `q`'s state."""
+        if waiting is None:  # a row of another daemon's question: the row alone says who won
+            return await self._write_closed(q, closed, event)
+        async with waiting.closing:
+            if q.status != "open":
+                return False  # another answer was recorded while this one waited
+            with anyio.CancelScope(shield=True):  # claimed: the outcome lands in memory as in the row
+                taken = await self._write_closed(q, closed, event)
+                if not taken:
+                    await self._adopt_stored(waiting)  # another daemon's answer is in the row: that one goes upstream
+            return taken
+
+    async def _write_closed(self, q: Question, closed: Question, event: Event) -> bool:
         try:
             taken = await self.store.settle_question(closed, [event])
-        except StoreError as exc:  # the answer still goes through; only its record is missing
-            log.warning("question %s: %s not stored: %s", closed.id, event.kind, exc)
-            return True
-        if not taken and waiting is not None:
-            await self._adopt_stored(waiting)  # another daemon's answer is in the row: that one goes upstream
+        except StoreError as exc:
+            # Nothing was written, so nothing happens: an answer the upstream got unrecorded could
+            # lose to a later one here, or be missing from the event log.
+            log.warning("question %s: %s not stored, the question stays open: %s", q.id, event.kind, exc)
+            what = "answer" if event.kind == "question.answered" else "closing"
+            message = f"the store could not record the {what} of question {q.id} ({exc}); it is still open"
+            raise NotRecorded(message, str(exc)) from None
+        if taken:
+            _take(q, closed)
         return taken
+
+
+def _take(q: Question, closed: Question) -> None:
+    """`q` as `closed` says it ended."""
+    q.status, q.answered_by, q.answer, q.error, q.closed_ms, q.reason = (
+        closed.status,
+        closed.answered_by,
+        closed.answer,
+        closed.error,
+        closed.closed_ms,
+        closed.reason,
+    )
+
+
+def _unrecorded_end(q: Question, exc: NotRecorded) -> InternalError:
+    """What the upstream gets when mcpx gives up on a question it could not record closing: an
+    error, never an answer the store does not hold."""
+    return InternalError(f"mcpx could not record how the upstream's {q.method} ended: {exc.reason}")

@@ -16,7 +16,7 @@ from anyio.abc import TaskGroup
 
 from mcpx.events.bus import EventBus, StoredEvent, Subscriber
 from mcpx.protocol.errors import InternalError, LimitReached, MethodNotFound, UpstreamError
-from mcpx.questions.broker import Broker, NotOpen, UnknownQuestion
+from mcpx.questions.broker import Broker, NotOpen, NotRecorded, UnknownQuestion
 from mcpx.questions.question import USER_REJECTED, AnswerError, Question
 from mcpx.store import StoreError
 from mcpx.store.sqlite import SqliteStore
@@ -424,7 +424,9 @@ async def test_a_store_that_cannot_record_a_question_fails_the_ask_and_leaves_no
     assert broker.open_questions() == []
 
 
-async def test_a_store_that_cannot_record_the_answer_does_not_stop_it(tmp_path: Path) -> None:
+async def test_an_answer_the_store_cannot_record_is_refused_and_the_question_stays_open(tmp_path: Path) -> None:
+    """Not passed on unrecorded (#26): a later answer could then win in the row, and the event log
+    would miss it. Racing answers under store faults: test_broker_store_faults.py."""
     async with brokered(tmp_path / "mcpx.db") as (broker, watch), anyio.create_task_group() as tg:
         out = ask(tg, broker)
         q = await opened_question(watch, broker)
@@ -433,9 +435,12 @@ async def test_a_store_that_cannot_record_the_answer_does_not_stop_it(tmp_path: 
         await store.db.execute("PRAGMA query_only = ON")  # from now on every write fails
         with pytest.raises(StoreError):
             await store.put_session("probe", {})
+        with pytest.raises(NotRecorded):
+            await broker.answer(q.id, ACCEPT, "operator:ann")
+        assert not out.done.is_set() and q.status == "open"
+        await store.db.execute("PRAGMA query_only = OFF")
         assert await broker.answer(q.id, ACCEPT, "operator:ann") is True
         await out.wait()
-        await store.db.execute("PRAGMA query_only = OFF")
     assert out.answer == ACCEPT
 
 
