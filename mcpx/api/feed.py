@@ -5,6 +5,8 @@ The client subscribes (`{"type": "subscribe", ...}`, with the token there if it 
 and recent tasks, open questions, as of one sequence number), then every later event in sequence
 order; with `since` it gets every event after that one from the store, then the live ones. A
 subscriber that falls behind is never waited for: it is told `gap` and caught up from the store.
+Whenever events it has not been sent were trimmed from the store first, it is told `reset` and
+gets a fresh snapshot instead: it is never silently given a stream with a hole in it.
 """
 
 from __future__ import annotations
@@ -31,6 +33,14 @@ HEARTBEAT_S = 15.0
 PAGE = 500
 SNAPSHOT_TASKS = 1000
 SNAPSHOT_TASKS_MAX = 20_000
+
+
+class _Trimmed(Exception):
+    """Events a subscriber still needed are no longer stored (`first`: the oldest one that is)."""
+
+    def __init__(self, first: int) -> None:
+        super().__init__(first)
+        self.first = first
 
 
 class FeedEndpoint:
@@ -105,18 +115,17 @@ class FeedEndpoint:
             self.bus.unsubscribe(sub)
 
     async def _serve(self, ws: WebSocket, sub: Subscriber, since: int | None, snapshot_limit: int) -> None:
-        first = await self.store.first_seq()
-        if since is not None and first and since < first - 1:
-            await _send(ws, {"type": "reset", "reason": f"events up to {first - 1} are no longer stored"})
-            since = None
-        if since is None:
-            last = await self._snapshot(ws, sub, snapshot_limit)
-            last = await self._catch_up(ws, sub, last)
-        else:
-            last = await self._catch_up(ws, sub, since)
-            # Caught up: say so now, not at the next heartbeat, so a resuming client (a console
-            # after a restart) knows it is live even when nothing happens.
-            await _send(ws, {"type": "heartbeat", "seq": max(last, self.bus.last_seq), "ts": _ms()})
+        try:
+            if since is None:
+                last = await self._snapshot(ws, sub, snapshot_limit)
+                last = await self._catch_up(ws, sub, last)
+            else:
+                last = await self._catch_up(ws, sub, since)
+                # Caught up: say so now, not at the next heartbeat, so a resuming client (a console
+                # after a restart) knows it is live even when nothing happens.
+                await _send(ws, {"type": "heartbeat", "seq": max(last, self.bus.last_seq), "ts": _ms()})
+        except _Trimmed as gone:
+            last = await self._start_over(ws, sub, snapshot_limit, gone)
         while True:
             with anyio.move_on_after(self.heartbeat_s):
                 await sub.wait()
@@ -126,7 +135,10 @@ class FeedEndpoint:
                 if self.bus.last_seq <= last:
                     continue  # what overflowed was sent already, by a catch-up from the store: no gap
                 await _send(ws, {"type": "gap", "after": last})
-                last = await self._catch_up(ws, sub, last)
+                try:
+                    last = await self._catch_up(ws, sub, last)
+                except _Trimmed as gone:  # trimmed while it lagged: what it missed is gone
+                    last = await self._start_over(ws, sub, snapshot_limit, gone)
                 continue
             if not sub.queue:
                 await _send(ws, {"type": "heartbeat", "seq": max(last, self.bus.last_seq), "ts": _ms()})
@@ -153,18 +165,40 @@ class FeedEndpoint:
         )
         return snap.seq
 
+    async def _start_over(self, ws: WebSocket, sub: Subscriber, snapshot_limit: int, gone: _Trimmed) -> int:
+        """`reset`, a fresh snapshot and the events after it (again, if those go too meanwhile)."""
+        while True:
+            await _send(ws, {"type": "reset", "reason": f"events up to {gone.first - 1} are no longer stored"})
+            last = await self._snapshot(ws, sub, snapshot_limit)
+            try:
+                return await self._catch_up(ws, sub, last)
+            except _Trimmed as again:
+                gone = again
+
     async def _catch_up(self, ws: WebSocket, sub: Subscriber, last: int) -> int:
-        """Send every stored event after `last` that the subscriber wants; returns the last seq."""
+        """Send every stored event after `last` that the subscriber wants; returns the last seq.
+        _Trimmed when some of them are no longer stored (none of that page is sent then)."""
         f = sub.filter
         task_id = next(iter(f.task_ids)) if len(f.task_ids) == 1 else None
         while True:
             page = await self.store.events_since(last, PAGE, task_id=task_id, kinds=f.kinds)
+            # Checked after the read: trimming only ever raises the oldest stored seq, so when
+            # nothing after `last` is missing now, nothing was when the page was read.
+            await self._still_stored(last)
             for stored in page:
                 if f.matches(stored.event):
                     await _send(ws, _event(stored))
             if len(page) < PAGE:
                 return max(last, page[-1].seq) if page else last
             last = page[-1].seq
+
+    async def _still_stored(self, last: int) -> None:
+        """_Trimmed when events after `last` were trimmed from the store."""
+        first = await self.store.first_seq()
+        if first and last < first - 1:
+            raise _Trimmed(first)
+        if not first and (newest := await self.store.last_seq()) > last:
+            raise _Trimmed(newest + 1)  # none stored, yet some came after `last`: all of those are gone
 
 
 def _subscriber(hello: dict[str, Any], queue_max: int) -> Subscriber:
