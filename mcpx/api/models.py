@@ -101,6 +101,7 @@ class Connection(ConnectionRecord):
 
 class ConnectionList(BaseModel):
     connections: list[Connection]
+    nextCursor: str | None = Field(None, description="Pass as `cursor` for the next page.")
 
 
 class InputRequest(BaseModel):

@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from ..connections.record import ConnectionRecord
 from ..connections.registry import ConnectionRegistry
 from ..events.bus import EventBus, StoredEvent
 from ..questions.broker import Broker, NotOpen, NotRecorded, UnknownQuestion
@@ -47,6 +48,11 @@ def encode_cursor(task: Task) -> str:
     return f"{task.created_ms}.{task.id}"
 
 
+def decode_connection_cursor(cursor: str) -> tuple[int, str]:
+    """/v1/connections pages by "<openedMs>.<connectionId>" of the last connection seen."""
+    return decode_cursor(cursor)
+
+
 def decode_cursor(cursor: str) -> tuple[int, str]:
     created, _, task_id = cursor.partition(".")
     if not created.isdigit() or not task_id:
@@ -84,10 +90,22 @@ class Operations:
         self.store = engine.store
 
     # ---- connections ---------------------------------------------------------------------
-    async def connections(self, include_closed: bool = True) -> list[dict[str, Any]]:
+    async def connections(
+        self, include_closed: bool = True, cursor: str | None = None, limit: int | None = None
+    ) -> tuple[list[dict[str, Any]], str | None]:
+        """A page of connections in opening order, and the cursor of the next one (None: the last)."""
+        after = decode_connection_cursor(cursor) if cursor else None
+        records = await self.store.connections(
+            open_only=not include_closed, after=after, limit=None if limit is None else limit + 1
+        )
+        more = limit is not None and len(records) > limit
+        records = records[:limit] if limit is not None else records
+        nxt = f"{records[-1].opened_ms}.{records[-1].id}" if more and records else None
+        return await self._shown(records), nxt
+
+    async def _shown(self, records: list[ConnectionRecord]) -> list[dict[str, Any]]:
         counts = await self.store.task_counts()
         asking = {q.connection for q in self.broker.open_questions()}
-        records = await self.store.connections(open_only=not include_closed)
         live = {r.id: r for r in self.registry.live.values()}
         out = []
         for record in records:
@@ -103,10 +121,10 @@ class Operations:
         return out
 
     async def connection(self, record_id: str) -> dict[str, Any]:
-        for conn in await self.connections():
-            if conn["id"] == record_id:
-                return conn
-        raise NotFound(f"no connection {record_id}")
+        record = self.registry.live.get(record_id) or await self.store.get_connection(record_id)
+        if record is None:
+            raise NotFound(f"no connection {record_id}")
+        return (await self._shown([record]))[0]
 
     # ---- tasks ---------------------------------------------------------------------------
     def _asking_tasks(self) -> set[str]:

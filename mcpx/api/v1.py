@@ -105,8 +105,16 @@ def build(ops: Operations, token: str, status: StatusFn, allowed_origins: list[s
     @app.get("/v1/connections", response_model=models.ConnectionList, summary="Host connections")
     async def list_connections(
         closed: Annotated[bool, Query(description="Include closed connections.")] = True,
+        cursor: Annotated[
+            str | None, Query(pattern=CURSOR_PATTERN, description="A `nextCursor` from an earlier page.")
+        ] = None,
+        limit: Annotated[int, Query(ge=1, le=5000, description="Connections per page, oldest first.")] = 1000,
     ) -> dict[str, Any]:
-        return {"connections": await ops.connections(include_closed=closed)}
+        try:
+            page, nxt = await ops.connections(include_closed=closed, cursor=cursor, limit=limit)
+        except ValueError as exc:
+            raise HTTPException(422, f"cursor: {exc}") from None
+        return {"connections": page, "nextCursor": nxt}
 
     @app.get("/v1/connections/{connection_id}", response_model=models.Connection, responses=NOT_FOUND)
     async def get_connection(connection_id: Annotated[str, Path()]) -> dict[str, Any]:

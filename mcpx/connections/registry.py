@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import secrets
 import time
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
@@ -28,6 +29,9 @@ log = logging.getLogger("mcpx.connections")
 
 FLUSH_EVERY_S = 10.0  # how often last-seen times reach the store
 RESTARTED = "the mcpx daemon restarted"
+
+
+CLOSED_KEYS_MAX = 10_000  # closed stateless hosts remembered for their return
 
 
 def now_ms() -> int:
@@ -60,6 +64,9 @@ class ConnectionRegistry:
         self.in_use = in_use or (lambda record: False)
         self.on_idle_close = on_idle_close
         self.on_closed = on_closed
+        # Stateless hosts closed for being quiet, by identity key: one that comes back takes its
+        # record up again instead of leaving a closed row behind per visit (bounded, oldest out).
+        self._closed_keys: OrderedDict[str, ConnectionRecord] = OrderedDict()
 
     async def restore(self) -> None:
         """Records the previous daemon left open: shims died with it (their socket is gone);
@@ -76,8 +83,11 @@ class ConnectionRegistry:
         return self.live.get(record_id)
 
     def find_stateless(self, key: str) -> ConnectionRecord | None:
+        """The record of this stateless host: open, or closed (it came back: the same record opens again)."""
         record_id = self.by_key.get(key)
-        return self.live.get(record_id) if record_id is not None else None
+        if record_id is not None and record_id in self.live:
+            return self.live[record_id]
+        return self._closed_keys.pop(key, None)
 
     async def open(self, record: ConnectionRecord) -> ConnectionRecord:
         """Store a new connection (or take back one restored from the store)."""
@@ -108,6 +118,9 @@ class ConnectionRegistry:
             return
         if record.key is not None and self.by_key.get(record.key) == record_id:
             del self.by_key[record.key]
+            self._closed_keys[record.key] = record
+            while len(self._closed_keys) > CLOSED_KEYS_MAX:
+                self._closed_keys.popitem(last=False)
         await self._close(record, reason)
 
     async def _close(self, record: ConnectionRecord, reason: str) -> None:

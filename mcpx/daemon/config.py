@@ -270,6 +270,13 @@ class StoreConfig(_Strict):
         description="With `url`: how long a daemon's lease lasts (renewed every third of it); when it runs out,"
         " a survivor takes over its unfinished tasks.",
     )
+    keepClosedS: float = Field(
+        7 * 86_400,
+        gt=0,
+        description="Closed history kept this long, then swept (every minute): a legacy session's stored state"
+        " once its connection closed, a closed connection that owns no task any more, a closed question."
+        " Tasks go at their TTL and events at `events.maxRows`.",
+    )
 
 
 class AuthToken(_Strict):

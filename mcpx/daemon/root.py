@@ -39,7 +39,7 @@ from ..host.router import HostRouter
 from ..host.shim_endpoint import ShimEndpoint
 from ..host.subscriptions import Hub
 from ..questions.broker import Broker
-from ..store import Store
+from ..store import Store, retention
 from ..store.postgres import PostgresStore
 from ..store.sqlite import SqliteStore
 from ..tasks.active import ActiveTasks
@@ -318,6 +318,7 @@ class Daemon:
                 self.router.run_under(tg)
                 await self.engine.start(tg)
                 tg.start_soon(self.dispatcher.calls.plain.sweep)  # lists hosts' long plain calls
+                tg.start_soon(retention.sweep_forever, self.engine.store, int(self.config.store.keepClosedS * 1000))
                 if self.engine.shares_store:  # hosts here hear of changes other daemons make
                     eras = self.dispatcher.eras
                     tg.start_soon(

@@ -31,7 +31,7 @@ from ..tasks.model import TERMINAL, Task
 from . import codec
 from .base import Claim, OnForward, OnLeaseEnded, Snapshot, StoreError, TaskQuery
 from .queue import QueuedWrites, Write, WriteQueue, WriteSql
-from .sql import EVENT_COLS, TASK_COLS, Params, event_page, owner_page, question_page, task_page
+from .sql import EVENT_COLS, TASK_COLS, Params, connection_page, event_page, owner_page, question_page, task_page
 from .sqlite import now_ms
 
 log = logging.getLogger("mcpx.store")
@@ -90,6 +90,12 @@ INSERT INTO event_seq SELECT coalesce(max(seq), 0) FROM events;
 ALTER TABLE events ALTER COLUMN seq DROP IDENTITY;
 """,
     ),
+    (
+        3,  # retention (store.keepClosedS) and a snapshot that reads only the open connections
+        """
+CREATE INDEX connections_closed ON connections(closed_ms);
+""",
+    ),
 )
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 
@@ -113,6 +119,11 @@ _WRITES = WriteSql(
     put_session="INSERT INTO sessions VALUES ($1, $2) ON CONFLICT (id) DO UPDATE SET body = $2",
     delete_session="DELETE FROM sessions WHERE id = $1",
     trim_events="DELETE FROM events WHERE seq <= $1",
+    sweep_sessions="DELETE FROM sessions WHERE (body::jsonb ->> 'recordId') IN"
+    " (SELECT id FROM connections WHERE closed_ms IS NOT NULL AND closed_ms < $1)",
+    sweep_connections="DELETE FROM connections WHERE closed_ms IS NOT NULL AND closed_ms < $1"
+    " AND NOT EXISTS (SELECT 1 FROM tasks WHERE tasks.connection = connections.id)",
+    sweep_questions="DELETE FROM questions WHERE status != 'open' AND created_ms < $1",
 )
 _NEXT_SEQS = "UPDATE event_seq SET last = last + $1 RETURNING last"  # locks the row until COMMIT
 _INSERT_EVENTS = (
@@ -469,10 +480,13 @@ class PostgresStore(QueuedWrites):
         sql = question_page(p, statuses, task_id, limit, "written", id_prefix)
         return [codec.question_from(b) for b in await self._bodies(sql, p.values)]
 
-    async def connections(self, open_only: bool = False) -> list[ConnectionRecord]:
-        clause = "WHERE closed_ms IS NULL" if open_only else ""
-        rows = await self._bodies(f"SELECT body FROM connections {clause} ORDER BY opened_ms, id")
-        return [codec.connection_from(b) for b in rows]
+    async def connections(
+        self, open_only: bool = False, after: tuple[int, str] | None = None, limit: int | None = None
+    ) -> list[ConnectionRecord]:
+        p = Params(numbered=True)
+        sql = connection_page(p, open_only, after, limit)
+        rows = await self._bodies(sql, p.values)
+        return [codec.connection_from(r) for r in rows]
 
     async def get_connection(self, record_id: str) -> ConnectionRecord | None:
         rows = await self._bodies("SELECT body FROM connections WHERE id = $1", (record_id,))
@@ -505,9 +519,13 @@ class PostgresStore(QueuedWrites):
                 task_limit,
             )
             tasks = sorted((codec.task_from(r[0]) for r in rows), key=lambda t: (t.created_ms, t.id))
-            owners = {t.connection for t in tasks}
-            crows = await db.fetch("SELECT body FROM connections ORDER BY opened_ms, id")
-            conns = [c for c in map(codec.connection_from, (r[0] for r in crows)) if c.open or c.id in owners]
+            # The open ones and the closed owners of these tasks: not every closed one ever seen.
+            owners = sorted({t.connection for t in tasks if t.connection is not None})
+            crows = await db.fetch(
+                "SELECT body FROM connections WHERE closed_ms IS NULL OR id = ANY($1::text[]) ORDER BY opened_ms, id",
+                owners,
+            )
+            conns = [codec.connection_from(r[0]) for r in crows]
             qrows = await db.fetch("SELECT body FROM questions WHERE status = 'open' ORDER BY created_ms")
             questions = [codec.question_from(r[0]) for r in qrows]
         return Snapshot(seq, conns, tasks, questions)

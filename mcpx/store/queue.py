@@ -115,6 +115,11 @@ class WriteSql:
     put_session: str  # (id, body)
     delete_session: str  # (id,)
     trim_events: str  # (last seq to drop,)
+    # Retention (before_ms,): sessions of connections closed before it, then those connections
+    # that own no task any more, then questions closed and asked before it.
+    sweep_sessions: str
+    sweep_connections: str
+    sweep_questions: str
 
 
 class QueuedWrites:
@@ -167,6 +172,11 @@ class QueuedWrites:
 
     async def delete_session(self, session_id: str) -> None:
         await self._write([(self._sql.delete_session, (session_id,))])
+
+    async def sweep_closed(self, before_ms: int) -> None:
+        """Retention (store.keepClosedS): what was closed before `before_ms` goes, in one write."""
+        sql = self._sql
+        await self._write([(q, (before_ms,)) for q in (sql.sweep_sessions, sql.sweep_connections, sql.sweep_questions)])
 
     async def first_seq(self) -> int:
         raise NotImplementedError

@@ -84,6 +84,17 @@ def question_page(
     return f"SELECT body FROM questions {_where(where)} ORDER BY created_ms DESC, {written} DESC LIMIT {p(limit)}"
 
 
+def connection_page(p: Params, open_only: bool, after: tuple[int, str] | None, limit: int | None) -> str:
+    """Connections in (opened_ms, id) order after the cursor (/v1/connections pages)."""
+    where: list[str] = []
+    if open_only:
+        where.append("closed_ms IS NULL")
+    if after is not None:
+        where.append(f"(opened_ms, id) > ({p(after[0])}, {p(after[1])})")
+    tail = f" LIMIT {p(limit)}" if limit is not None else ""
+    return f"SELECT body FROM connections {_where(where)} ORDER BY opened_ms, id{tail}"
+
+
 def event_page(p: Params, seq: int, limit: int, task_id: str | None, kinds: Iterable[str]) -> str:
     where = [f"seq > {p(seq)}"]
     if task_id is not None:

@@ -26,13 +26,13 @@ from ..tasks.model import TERMINAL, Task
 from . import codec
 from .base import Claim, Snapshot, StoreError, TaskQuery
 from .queue import BATCH_MAX, QueuedWrites, Write, WriteQueue, WriteSql
-from .sql import TASK_COLS, Params, event_page, owner_page, question_page, task_page
+from .sql import TASK_COLS, Params, connection_page, event_page, owner_page, question_page, task_page
 
 __all__ = ["BATCH_MAX", "SqliteStore"]
 
 log = logging.getLogger("mcpx.store")
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 _V1 = """
 CREATE TABLE IF NOT EXISTS tasks (
     id TEXT PRIMARY KEY, status TEXT NOT NULL, created_ms INTEGER NOT NULL, updated_ms INTEGER NOT NULL,
@@ -67,6 +67,12 @@ CREATE INDEX events_task ON events(task_id, seq);
 """
 
 
+# v3: retention (store.keepClosedS) and a snapshot that reads only the open connections.
+_V3 = """
+CREATE INDEX connections_closed ON connections(closed_ms);
+"""
+
+
 def now_ms() -> int:
     return int(time.time() * 1000)
 
@@ -84,6 +90,11 @@ _WRITES = WriteSql(
     put_session="INSERT OR REPLACE INTO sessions VALUES (?1, ?2)",
     delete_session="DELETE FROM sessions WHERE id = ?1",
     trim_events="DELETE FROM events WHERE seq <= ?1",
+    sweep_sessions="DELETE FROM sessions WHERE json_extract(body, '$.recordId') IN"
+    " (SELECT id FROM connections WHERE closed_ms IS NOT NULL AND closed_ms < ?1)",
+    sweep_connections="DELETE FROM connections WHERE closed_ms IS NOT NULL AND closed_ms < ?1"
+    " AND NOT EXISTS (SELECT 1 FROM tasks WHERE tasks.connection = connections.id)",
+    sweep_questions="DELETE FROM questions WHERE status != 'open' AND created_ms < ?1",
 )
 
 
@@ -130,6 +141,9 @@ class SqliteStore(QueuedWrites):
                     " task_id = CASE WHEN json_extract(body, '$.call') LIKE 'task:%'"
                     " THEN substr(json_extract(body, '$.call'), 6) END"
                 )
+            if version < 3:
+                for stmt in filter(str.strip, _V3.split(";")):
+                    await db.execute(stmt)
             await db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
             await db.execute("COMMIT")
         except BaseException:
@@ -283,9 +297,12 @@ class SqliteStore(QueuedWrites):
         sql = question_page(p, statuses, task_id, limit, "rowid", id_prefix)
         return [codec.question_from(r[0]) for r in await self._all(sql, p.values)]
 
-    async def connections(self, open_only: bool = False) -> list[ConnectionRecord]:
-        clause = "WHERE closed_ms IS NULL" if open_only else ""
-        rows = await self._all(f"SELECT body FROM connections {clause} ORDER BY opened_ms, id")
+    async def connections(
+        self, open_only: bool = False, after: tuple[int, str] | None = None, limit: int | None = None
+    ) -> list[ConnectionRecord]:
+        p = Params(numbered=False)
+        sql = connection_page(p, open_only, after, limit)
+        rows = await self._all(sql, p.values)
         return [codec.connection_from(r[0]) for r in rows]
 
     async def get_connection(self, record_id: str) -> ConnectionRecord | None:
@@ -327,9 +344,15 @@ class SqliteStore(QueuedWrites):
                     db,
                 )
                 tasks = sorted((codec.task_from(r[0]) for r in rows), key=lambda t: (t.created_ms, t.id))
-                owners = {t.connection for t in tasks}
-                crows = await self._all("SELECT body FROM connections ORDER BY opened_ms, id", db=db)
-                conns = [c for c in map(codec.connection_from, (r[0] for r in crows)) if c.open or c.id in owners]
+                # The open ones and the closed owners of these tasks: not every closed one ever seen.
+                owners = sorted({t.connection for t in tasks if t.connection is not None})
+                crows = await self._all(
+                    f"SELECT body FROM connections WHERE closed_ms IS NULL OR id IN ({','.join('?' * len(owners))})"
+                    " ORDER BY opened_ms, id",
+                    tuple(owners),
+                    db,
+                )
+                conns = [codec.connection_from(r[0]) for r in crows]
                 qrows = await self._all("SELECT body FROM questions WHERE status = 'open' ORDER BY created_ms", db=db)
                 questions = [codec.question_from(r[0]) for r in qrows]
             finally:

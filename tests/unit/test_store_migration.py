@@ -1,5 +1,5 @@
 """mcpx.store.sqlite schema versions: a database file an older mcpx wrote (the v1 schema, `_V1`, at
-user_version 0) is brought to v2 in one transaction on open, keeping its tasks, questions and
+user_version 0) is brought to the current version (v3) in one transaction on open, keeping its tasks, questions and
 sessions readable and queryable; a current file is left alone; a migration that fails leaves the
 file as it was."""
 
@@ -102,12 +102,14 @@ def columns(path: Path, table: str) -> list[str]:
     return [row[1] for row in query(path, f"PRAGMA table_info({table})")]  # a test-chosen table name
 
 
-async def test_a_v1_file_is_migrated_to_v2_and_its_rows_stay_readable(tmp_path: Path) -> None:
+async def test_a_v1_file_is_migrated_to_the_current_version_and_its_rows_stay_readable(tmp_path: Path) -> None:
     db = tmp_path / "mcpx.db"
     write_v1(db)
     assert user_version(db) == 0 and "connection" not in columns(db, "tasks")
     async with opened(db) as w:
-        assert user_version(db) == SCHEMA_VERSION == 2
+        assert user_version(db) == SCHEMA_VERSION == 3
+        # v3: the index the snapshot finds the open connections by (retention, #26).
+        assert query(db, "SELECT name FROM sqlite_master WHERE name = 'connections_closed'")
         task = await w.store.get_task("t-old")
         assert task is not None and task.connection is None  # fields the old mcpx wrote are left behind
         assert (task.status, task.arguments, task.result) == ("completed", {"text": "hi"}, OLD_TASK["result"])
@@ -134,7 +136,7 @@ async def test_a_current_file_is_opened_without_migrating_again(tmp_path: Path) 
     schema = query(db, "SELECT sql FROM sqlite_master ORDER BY name")
     async with opened(db) as w:
         assert await w.store.last_seq() == 1 and await w.store.get_task("t-old") is not None
-    assert user_version(db) == 2 and query(db, "SELECT sql FROM sqlite_master ORDER BY name") == schema
+    assert user_version(db) == 3 and query(db, "SELECT sql FROM sqlite_master ORDER BY name") == schema
 
 
 async def test_a_new_file_starts_at_the_current_schema(tmp_path: Path) -> None:
