@@ -9,8 +9,12 @@ separately.) Through the daemon that made the HTTP upstream hop 3-5 ms a call ag
 stdio upstream. This client keeps to what an MCP upstream needs and no more:
 
 - one origin per client, keep-alive connections reused LIFO, dropped after `KEEPALIVE_EXPIRY_S` idle
-  or when the server has closed them; a request that finds a reused connection dead before any byte
-  of reply is retried once on a fresh one (the server closed it without reading the request);
+  or when the server has closed them. A request is sent again on a fresh connection only when mcpx
+  knows the server did not act on it: the reused connection was found broken before any byte of the
+  request went out, or the request is idempotent (GET, HEAD, DELETE, OPTIONS) and the connection
+  closed with no byte of reply. A POST whose connection closes after it was written is an error,
+  never a second POST: the server may have read it and run the tool before it went away;
+- HTTP_PROXY / HTTPS_PROXY / ALL_PROXY / NO_PROXY honoured as httpx did (proxy.py);
 - one write per request (head and body together), Content-Length bodies only;
 - replies framed by Content-Length, chunked transfer coding, or the connection closing;
 - TLS for https URLs through anyio, certificates checked as httpx's default transport did;
@@ -42,11 +46,17 @@ from urllib.parse import quote, unquote, urlsplit
 
 import anyio
 from anyio.abc import ByteStream, SocketAttribute
+from anyio.streams.tls import TLSStream
 
 from ... import __version__
+from . import proxy
 
-KEEPALIVE_EXPIRY_S = 5.0
+# Below the 5 s idle timeout of uvicorn and Node, so mcpx seldom writes a POST on a connection the
+# server is closing at that moment (that POST fails: it cannot be sent again, see above).
+KEEPALIVE_EXPIRY_S = 4.0
 MAX_IDLE = 20
+KEEPALIVE_IDLE_S = 15  # TCP keepalive: first probe after this much silence, then every KEEPALIVE_PROBE_S
+KEEPALIVE_PROBE_S = 5
 MAX_HEAD_BYTES = 256 * 1024
 READ_SIZE = 65536
 USER_AGENT = f"mcpx/{__version__}"
@@ -56,6 +66,8 @@ _BAD_HEADER = re.compile(r"[\r\n\0]")
 _SAFE_PATH = "/%:@!$&'()*+,;=-._~"  # RFC 3986 pchar and "/", existing escapes kept
 _SAFE_QUERY = _SAFE_PATH + "?"
 _ssl_context: ssl.SSLContext | None = None
+# RFC 9110 9.2.2: requests a client may repeat when a connection fails before the reply.
+_IDEMPOTENT = frozenset({"GET", "HEAD", "DELETE", "OPTIONS"})
 
 
 class HttpError(Exception):
@@ -115,6 +127,7 @@ class _Conn:
         self.fd = sock.fileno() if sock is not None else -1
         if sock is not None and sock.family in (socket.AF_INET, socket.AF_INET6):
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            _keepalive(sock)
 
     def reusable(self, now: float) -> bool:
         """Not expired, and nothing to read: an idle socket that is readable was closed by the server."""
@@ -147,6 +160,17 @@ class _Conn:
                 await self.stream.aclose()
             except (OSError, anyio.BrokenResourceError, anyio.ClosedResourceError):
                 pass
+
+
+def _keepalive(sock: socket.socket) -> None:
+    """There is no read timeout (SSE replies may be long), so a peer that vanished without a FIN
+    (host gone, network cut) is found by TCP keepalive: about KEEPALIVE_IDLE_S + 3 probes later the
+    read fails and the call is resumed or failed, instead of waiting on a dead connection."""
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
+    for name, value in (("TCP_KEEPIDLE", KEEPALIVE_IDLE_S), ("TCP_KEEPINTVL", KEEPALIVE_PROBE_S), ("TCP_KEEPCNT", 3)):
+        option = getattr(socket, name, None)  # Linux and recent macOS; elsewhere the OS defaults
+        if option is not None:
+            sock.setsockopt(socket.IPPROTO_TCP, option, value)
 
 
 class Response:
@@ -266,6 +290,15 @@ class Client:
         if parts.username is not None:
             creds = f"{unquote(parts.username)}:{unquote(parts.password or '')}".encode()
             self.authorization = "Basic " + base64.b64encode(creds).decode()
+        self.proxy: proxy.Proxy | None = None
+        self.proxy_error: str | None = None  # the environment names a proxy mcpx cannot use
+        try:
+            self.proxy = proxy.for_origin(parts.scheme, self.host, self.port)
+        except proxy.ProxyError as exc:
+            self.proxy_error = str(exc)
+        if self.proxy is not None and not self.tls:
+            # A plain-http proxy takes the absolute URI (RFC 9112 3.2.2); https goes through a tunnel.
+            self.target = f"http://{self.host_header}{self.target}"
         self.connect_timeout = connect_timeout
         self.write_timeout = write_timeout
         self.max_connections = max_connections
@@ -295,6 +328,8 @@ class Client:
             lines.append(f"User-Agent: {USER_AGENT}\r\n")
         if self.authorization is not None and "authorization" not in seen:
             lines.append(f"Authorization: {self.authorization}\r\n")
+        if self.proxy is not None and not self.tls and self.proxy.authorization is not None:
+            lines.append(f"Proxy-Authorization: {self.proxy.authorization}\r\n")
         if self._jar is not None and "cookie" not in seen:
             cookie = self._cookie_header()
             if cookie:
@@ -334,23 +369,43 @@ class Client:
             raise
 
     async def _connect(self, timeout: float) -> _Conn:
+        if self.proxy_error is not None:
+            raise ConnectionFailed(f"cannot connect to {self.host_header}: {self.proxy_error}")
+        via = f" through proxy {self.proxy.shown}" if self.proxy is not None else ""
         try:
             with anyio.fail_after(timeout):
-                if self.tls:
-                    stream: ByteStream = await anyio.connect_tcp(
-                        self.host,
-                        self.port,
-                        ssl_context=ssl_context(),
-                        tls_hostname=self.host,
-                        tls_standard_compatible=False,
-                    )
-                else:
-                    stream = await anyio.connect_tcp(self.host, self.port)
+                stream = await (self._open_direct() if self.proxy is None else self._open_proxied(self.proxy))
         except TimeoutError:
-            raise TimeoutError(f"connecting to {self.host_header} timed out after {timeout:g} s") from None
-        except (OSError, anyio.BrokenResourceError, anyio.EndOfStream) as exc:
-            raise ConnectionFailed(f"cannot connect to {self.host_header}: {_describe(exc)}") from None
+            raise TimeoutError(f"connecting to {self.host_header}{via} timed out after {timeout:g} s") from None
+        except (OSError, anyio.BrokenResourceError, anyio.EndOfStream, proxy.ProxyError) as exc:
+            raise ConnectionFailed(f"cannot connect to {self.host_header}{via}: {_describe(exc)}") from None
         return _Conn(stream)
+
+    async def _open_direct(self) -> ByteStream:
+        if self.tls:
+            return await anyio.connect_tcp(
+                self.host, self.port, ssl_context=ssl_context(), tls_hostname=self.host, tls_standard_compatible=False
+            )
+        return await anyio.connect_tcp(self.host, self.port)
+
+    async def _open_proxied(self, via: proxy.Proxy) -> ByteStream:
+        if via.tls:
+            stream: ByteStream = await anyio.connect_tcp(
+                via.host, via.port, ssl_context=ssl_context(), tls_hostname=via.host, tls_standard_compatible=False
+            )
+        else:
+            stream = await anyio.connect_tcp(via.host, via.port)
+        if not self.tls:
+            return stream  # requests go to the proxy in absolute form
+        try:
+            bracketed = f"[{self.host}]" if ":" in self.host else self.host
+            await proxy.open_tunnel(stream, via, f"{bracketed}:{self.port}", USER_AGENT)
+            return await TLSStream.wrap(
+                stream, hostname=self.host, ssl_context=ssl_context(), standard_compatible=False
+            )
+        except BaseException:
+            await stream.aclose()
+            raise
 
     def _slot_free(self) -> None:
         self._active -= 1
@@ -421,10 +476,13 @@ class _Exchange:
                         f"sending to {client.host_header} stalled for {client.write_timeout:g} s"
                     ) from None
                 except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError) as exc:
+                    # anyio raises here only for a stream already known broken or closed: nothing of
+                    # this request was written, so sending it on a fresh connection cannot repeat it.
                     if reused and attempt == 1:
                         raise _Stale from None
                     raise ConnectionFailed(f"connection broken while sending: {_describe(exc)}") from None
-                self.resp = await self._read_head(conn, retry_if_silent=reused and attempt == 1)
+                silent_retry = reused and attempt == 1 and self.method in _IDEMPOTENT
+                self.resp = await self._read_head(conn, retry_if_silent=silent_retry)
                 return self.resp
             except _Stale:
                 self.conn = None
@@ -460,6 +518,11 @@ class _Exchange:
                         raise _Stale
                     raise ConnectionFailed(
                         "server closed the connection without a reply"
+                        + (
+                            " (the request may have been acted on: not sent again)"
+                            if self.method not in _IDEMPOTENT
+                            else ""
+                        )
                         if not conn.buf
                         else "server closed the connection inside the reply head"
                     )
@@ -507,7 +570,7 @@ class _Exchange:
 
 
 class _Stale(Exception):
-    """A reused connection turned out closed before the server saw our request: try a fresh one."""
+    """A reused connection turned out closed, and the request may go again: try a fresh one."""
 
 
 def _describe(exc: BaseException) -> str:

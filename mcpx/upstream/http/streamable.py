@@ -3,18 +3,23 @@
 Requests go through `h1.Client`, one per transport (so one per upstream connection lifetime), not
 through the pool's shared httpx client: httpx's per-request CPU made this hop cost 3-5 ms a call on
 a busy machine (see h1.py).
+
+A reply stream that ends before the response never leaves its call waiting: a 2025-11-25 server
+that gave an event id is asked to resume it (GET with Last-Event-ID, after its `retry` hint); any
+other end fails the call at once, naming the upstream. The 2025-11-25 GET stream (list_changed) is
+reopened whenever it ends, with backoff and Last-Event-ID.
 """
 
 from __future__ import annotations
 
 import base64
+import contextlib
 import logging
 import re
-from collections.abc import AsyncGenerator, Callable
+from collections.abc import Callable
 from typing import Any, Literal
 
 import anyio
-import httpx
 
 from ...daemon.config import ServerConfig
 from ...protocol import fastjson
@@ -23,6 +28,9 @@ from ...protocol.jsonrpc import Id
 from ...protocol.revisions import Era
 from ..transport import Feed
 from . import h1
+from .sse import Cursor, iter_sse
+
+__all__ = ["HttpTransport", "header_value", "iter_sse"]
 
 log = logging.getLogger("mcpx.upstream")
 
@@ -30,6 +38,18 @@ _SAFE = re.compile(r"[\x20-\x7e]*")
 CONNECT_TIMEOUT_S = 30.0
 LISTEN_CONNECT_TIMEOUT_S = 10.0
 SSE_LINGER_S = 0.05  # how long an answered SSE reply may stay open before mcpx leaves it
+# Resuming a reply stream: the server's `retry` hint is waited (up to MAX_RETRY_S, so a hint cannot
+# park a call for hours); a resumed stream that closes with no event at all, MAX_EMPTY_RESUMES times
+# in a row, is not being resumed, and the call fails. Connecting and the reply head are bounded: a
+# call must not wait on a server that stopped answering.
+MAX_RETRY_S = 60.0
+MAX_EMPTY_RESUMES = 3
+RESUME_MIN_DELAY_S = 0.25  # between resumes without a hint (the first goes at once): no busy loop
+RESUME_HEAD_TIMEOUT_S = 10.0
+# The GET stream is reopened after the server's hint, at least LISTEN_MIN_DELAY_S, doubling up to
+# LISTEN_MAX_DELAY_S while attempts give nothing.
+LISTEN_MIN_DELAY_S = 1.0
+LISTEN_MAX_DELAY_S = 30.0
 # Errors that mean the upstream is gone or broken: the transport closes, and the pool reconnects.
 _LOST = h1.ConnectionFailed
 _FAILED = (h1.HttpError, OSError)  # OSError includes TimeoutError (connecting took too long)
@@ -40,31 +60,6 @@ def header_value(value: str) -> str:
     if _SAFE.fullmatch(value) and value == value.strip():
         return value
     return "=?base64?" + base64.b64encode(value.encode()).decode() + "?="
-
-
-async def iter_sse(resp: httpx.Response | h1.Response) -> AsyncGenerator[Any, None]:
-    """Yield the JSON payload of every `data:` event in an SSE response."""
-    data: list[str] = []
-    async for line in resp.aiter_lines():
-        if line == "":
-            if data:
-                payload = "\n".join(data)
-                data = []
-                try:
-                    yield fastjson.loads(payload)
-                except ValueError:
-                    log.warning("upstream SSE event is not JSON: %.200r", payload)
-            continue
-        if line.startswith(":"):
-            continue
-        field, _, value = line.partition(":")
-        if field == "data":
-            data.append(value[1:] if value.startswith(" ") else value)
-    if data:
-        try:
-            yield fastjson.loads("\n".join(data))
-        except ValueError:
-            pass
 
 
 class HttpTransport:
@@ -156,50 +151,122 @@ class HttpTransport:
         rid = msg["id"]
         try:
             with scope:
-                async with self.http.stream("POST", self._headers(msg), _encode(msg)) as resp:
-                    sid = resp.headers.get("mcp-session-id")
-                    if sid and msg.get("method") == "initialize":
-                        self.session_id = sid
-                    ctype = resp.headers.get("content-type", "")
-                    if "text/event-stream" in ctype and resp.status_code < 400:
-                        events = iter_sse(resp)
-                        try:
-                            async for item in events:
-                                if isinstance(item, dict):
-                                    await self._feed(item, rid)
-                                    if item.get("id") == rid and ("result" in item or "error" in item):
-                                        break  # answered: the caller goes on, whenever the server closes
-                            else:
-                                return
-                            # A server SHOULD close the stream after the response; one that lingers
-                            # gets a moment, then the connection is closed (not reused): it answered.
-                            with anyio.move_on_after(SSE_LINGER_S):
-                                async for item in events:
-                                    if isinstance(item, dict):
-                                        await self._feed(item, rid)
-                        finally:
-                            await events.aclose()
-                        return
-                    body = await resp.aread()
-                    try:
-                        data = fastjson.loads(body) if body else None
-                    except ValueError:
-                        data = None
-                    if isinstance(data, dict) and ("result" in data or "error" in data):
-                        # A JSON body answers this POST's request, whatever id a server put on an
-                        # error it could not tie to one (SDK 1.30 says "server-error").
-                        data["id"] = rid
-                        await self._feed(data, rid)
-                        return
-                    if resp.status_code == 404 and self.era == "legacy" and self.session_id:
-                        self.closed.set()  # session gone upstream: reconnect and re-initialize
-                    await self._feed(_error(rid, f"upstream {self.name!r} answered HTTP {resp.status_code}"), rid)
+                cursor = Cursor()
+                ended = await self._post(msg, rid, cursor)
+                if ended is not None:
+                    await self._resume(rid, cursor, ended)
         except _FAILED as exc:
             if isinstance(exc, _LOST):
                 self.closed.set()
-            await self._feed(_error(rid, f"upstream {self.name!r} unreachable: {exc}"), rid)
+            await self._feed(_error(rid, f"upstream {self.name!r}: {exc}"), rid)  # h1 says what failed
         finally:
             self._streams.pop(rid, None)
+
+    async def _post(self, msg: dict[str, Any], rid: Id, cursor: Cursor) -> str | None:
+        """POST one request and feed what comes back: None once it is answered (or failed), else
+        why its SSE stream ended first."""
+        assert self._feed is not None
+        async with self.http.stream("POST", self._headers(msg), _encode(msg)) as resp:
+            sid = resp.headers.get("mcp-session-id")
+            if sid and msg.get("method") == "initialize":
+                self.session_id = sid
+            ctype = resp.headers.get("content-type", "")
+            if "text/event-stream" in ctype and resp.status_code < 400:
+                return await self._read_reply(resp, rid, cursor)
+            body = await resp.aread()
+            try:
+                data = fastjson.loads(body) if body else None
+            except ValueError:
+                data = None
+            if isinstance(data, dict) and ("result" in data or "error" in data):
+                # A JSON body answers this POST's request, whatever id a server put on an
+                # error it could not tie to one (SDK 1.30 says "server-error").
+                data["id"] = rid
+                await self._feed(data, rid)
+                return None
+            if resp.status_code == 404 and self.era == "legacy" and self.session_id:
+                self.closed.set()  # session gone upstream: reconnect and re-initialize
+            await self._feed(_error(rid, f"upstream {self.name!r} answered HTTP {resp.status_code}"), rid)
+            return None
+
+    async def _read_reply(self, resp: h1.Response, rid: Id, cursor: Cursor) -> str | None:
+        """Feed one SSE stream of request `rid`: None once its response came, else why it ended."""
+        assert self._feed is not None
+        events = iter_sse(resp, cursor)
+        try:
+            try:
+                async for item in events:
+                    if isinstance(item, dict):
+                        await self._feed(item, rid)
+                        if item.get("id") == rid and ("result" in item or "error" in item):
+                            break  # answered: the caller goes on, whenever the server closes
+                else:
+                    return "the server closed it"
+            except h1.ConnectionFailed as exc:
+                return str(exc)
+            # A server SHOULD close the stream after the response; one that lingers gets a moment,
+            # then the connection is closed (not reused). It answered: a break now changes nothing.
+            with anyio.move_on_after(SSE_LINGER_S), contextlib.suppress(h1.ConnectionFailed):
+                async for item in events:
+                    if isinstance(item, dict):
+                        await self._feed(item, rid)
+        finally:
+            await events.aclose()
+        return None
+
+    async def _resume(self, rid: Id, cursor: Cursor, why: str) -> None:
+        """A reply stream ended before its response. A 2025-11-25 server that gave an event id may
+        be polling (transports.mdx 6, "Resumability and Redelivery"): GET the stream again with
+        Last-Event-ID after its `retry` hint, as long as it keeps answering. Otherwise, or when it
+        will not resume, the call fails now: nothing else would ever answer it."""
+        assert self._feed is not None
+        lost = f"upstream {self.name!r} ended its reply stream without the response"
+        empty = resumes = 0
+        while True:
+            if self.era != "legacy" or not cursor.last_id:
+                # 2026-07-28 has no resumption, and a stream without event ids cannot be resumed.
+                await self._feed(_error(rid, f"{lost} ({why}; it cannot be resumed)"), rid)
+                return
+            hint = min(cursor.retry_ms / 1000, MAX_RETRY_S) if cursor.retry_ms is not None else 0.0
+            await anyio.sleep(hint if resumes == 0 else max(hint, RESUME_MIN_DELAY_S * 2**empty))
+            resumes += 1
+            seen = cursor.events
+            async with contextlib.AsyncExitStack() as stack:
+                try:
+                    with anyio.fail_after(RESUME_HEAD_TIMEOUT_S):
+                        resp = await stack.enter_async_context(
+                            self.http.stream("GET", self._get_headers(cursor), connect_timeout=RESUME_HEAD_TIMEOUT_S)
+                        )
+                except TimeoutError:
+                    await self._feed(
+                        _error(rid, f"{lost}; resuming it got no reply in {RESUME_HEAD_TIMEOUT_S:g} s"), rid
+                    )
+                    return
+                ctype = resp.headers.get("content-type", "")
+                if resp.status_code != 200 or "text/event-stream" not in ctype:
+                    refused = f"HTTP {resp.status_code}" + (
+                        "" if resp.status_code != 200 else f" {ctype or 'no body type'}"
+                    )
+                    await self._feed(_error(rid, f"{lost}; it refused to resume it ({refused})"), rid)
+                    return
+                ended = await self._read_reply(resp, rid, cursor)
+                if ended is None:
+                    return
+            empty = empty + 1 if cursor.events == seen else 0
+            if empty >= MAX_EMPTY_RESUMES:
+                await self._feed(_error(rid, f"{lost}; {empty} resumed streams in a row closed empty"), rid)
+                return
+            why = ended
+
+    def _get_headers(self, cursor: Cursor) -> dict[str, str]:
+        headers = {"Accept": "text/event-stream", **self.cfg.headers}
+        if self.session_id:
+            headers["Mcp-Session-Id"] = self.session_id
+        if self.revision:
+            headers["MCP-Protocol-Version"] = self.revision
+        if cursor.last_id:
+            headers["Last-Event-ID"] = cursor.last_id
+        return headers
 
     async def open_listen_stream(self) -> None:
         """Legacy servers push list_changed on a GET stream; a 405 means they offer none."""
@@ -208,21 +275,33 @@ class HttpTransport:
         self._tg.start_soon(self._get_stream)
 
     async def _get_stream(self) -> None:
+        """Kept open for the transport's life: reopened whenever it ends or fails (after the
+        server's retry hint, LISTEN_MIN_DELAY_S at least, doubling while attempts give nothing),
+        with Last-Event-ID once the server gave ids, so a list_changed is not lost until a restart."""
         assert self._feed is not None
-        headers = {"Accept": "text/event-stream", **self.cfg.headers}
-        if self.session_id:
-            headers["Mcp-Session-Id"] = self.session_id
-        if self.revision:
-            headers["MCP-Protocol-Version"] = self.revision
-        try:
-            async with self.http.stream("GET", headers, connect_timeout=LISTEN_CONNECT_TIMEOUT_S) as resp:
-                if resp.status_code != 200:
-                    return
-                async for item in iter_sse(resp):
-                    if isinstance(item, dict):
-                        await self._feed(item, None)
-        except _FAILED:
-            return
+        cursor = Cursor()
+        failures = 0
+        while True:
+            seen = cursor.events
+            try:
+                async with self.http.stream(
+                    "GET", self._get_headers(cursor), connect_timeout=LISTEN_CONNECT_TIMEOUT_S
+                ) as resp:
+                    if resp.status_code == 405:
+                        return
+                    if resp.status_code == 200 and "text/event-stream" in resp.headers.get("content-type", ""):
+                        async for item in iter_sse(resp, cursor):
+                            if isinstance(item, dict):
+                                await self._feed(item, None)
+                    elif failures == 0:
+                        log.info("upstream %s: its GET stream answered HTTP %d", self.name, resp.status_code)
+            except _FAILED as exc:
+                if failures == 0:
+                    log.info("upstream %s: its GET stream failed: %s", self.name, exc)
+            failures = 0 if cursor.events > seen else failures + 1
+            delay = min(LISTEN_MIN_DELAY_S * 2 ** max(failures - 1, 0), LISTEN_MAX_DELAY_S)
+            hint = min(cursor.retry_ms / 1000, MAX_RETRY_S) if cursor.retry_ms is not None else 0.0
+            await anyio.sleep(max(delay, hint))
 
     @property
     def returncode(self) -> int | None:
