@@ -99,6 +99,21 @@ class Connection(ConnectionRecord):
     needsInput: bool = Field(description="One of its calls or tasks waits for an answer.")
 
 
+class Allowance(BaseModel):
+    """An operator let a host call a gated tool unasked until `untilMs` (docs/approvals.md)."""
+
+    id: str
+    connectionId: str
+    upstream: str
+    tool: str = Field(description="The upstream's own name of the tool.")
+    untilMs: int
+    by: str = Field(description="Who granted it: operator:<name>.")
+
+
+class AllowanceList(BaseModel):
+    allowances: list[Allowance]
+
+
 class ConnectionList(BaseModel):
     connections: list[Connection]
     nextCursor: str | None = Field(None, description="Pass as `cursor` for the next page.")

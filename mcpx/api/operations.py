@@ -11,6 +11,7 @@ from typing import Any
 from ..connections.record import ConnectionRecord
 from ..connections.registry import ConnectionRegistry
 from ..events.bus import EventBus, StoredEvent
+from ..host.approvals import Allowance, Approvals
 from ..questions.broker import Broker, NotOpen, NotRecorded, UnknownQuestion
 from ..questions.question import Action, AnswerError, Question, QuestionStatus, operator_answer
 from ..store import TaskQuery
@@ -82,7 +83,16 @@ def task_summary(task: Task, needs_input: bool) -> dict[str, Any]:
 
 
 class Operations:
-    def __init__(self, *, engine: TaskEngine, broker: Broker, registry: ConnectionRegistry, bus: EventBus) -> None:
+    def __init__(
+        self,
+        *,
+        engine: TaskEngine,
+        broker: Broker,
+        registry: ConnectionRegistry,
+        bus: EventBus,
+        approvals: Approvals | None = None,
+    ) -> None:
+        self.approvals = approvals  # approval gates' allowances (host/approvals.py)
         self.engine = engine
         self.broker = broker
         self.registry = registry
@@ -125,6 +135,13 @@ class Operations:
         if record is None:
             raise NotFound(f"no connection {record_id}")
         return (await self._shown([record]))[0]
+
+    # ---- approval allowances -------------------------------------------------------------
+    def allowances(self) -> list[Allowance]:
+        return self.approvals.allowances() if self.approvals is not None else []
+
+    def revoke_allowance(self, allowance_id: str) -> Allowance | None:
+        return self.approvals.revoke(allowance_id) if self.approvals is not None else None
 
     # ---- tasks ---------------------------------------------------------------------------
     def _asking_tasks(self) -> set[str]:

@@ -195,6 +195,17 @@ def build(ops: Operations, token: str, status: StatusFn, allowed_origins: list[s
     async def task_frames(task_id: Annotated[str, Path()]) -> dict[str, Any]:
         return {"frames": [f.wire() for f in ops.frames(task_id)]}
 
+    @app.get("/v1/allowances", response_model=models.AllowanceList, summary="Approval allowances in force")
+    async def list_allowances() -> dict[str, Any]:
+        return {"allowances": [a.wire() for a in ops.allowances()]}
+
+    @app.delete("/v1/allowances/{allowance_id}", response_model=models.Allowance, responses=NOT_FOUND)
+    async def revoke_allowance(allowance_id: Annotated[str, Path()]) -> dict[str, Any]:
+        revoked = ops.revoke_allowance(allowance_id)
+        if revoked is None:
+            raise HTTPException(404, f"no allowance {allowance_id}")
+        return revoked.wire()
+
     @app.get("/v1/questions", response_model=models.QuestionList, summary="Questions from upstreams")
     async def list_questions(
         status: Annotated[list[QuestionStatus] | None, Query(description="Default: open ones.")] = None,

@@ -111,6 +111,9 @@ class Api:
     def post(self, path: str, body: dict[str, Any]) -> Any:
         return self._call("POST", path, body=body)
 
+    def delete(self, path: str) -> Any:
+        return self._call("DELETE", path)
+
     def feed(self, subscribe: dict[str, Any]) -> Iterator[dict[str, Any]]:
         """Every message of the `/v1/events` websocket after sending `subscribe`; ends when it closes."""
         from websockets.exceptions import ConnectionClosed, InvalidHandshake

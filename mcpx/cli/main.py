@@ -15,6 +15,7 @@ import anyio
 from .. import __version__
 from ..daemon import state_folder
 from ..daemon.config import Config, ConfigError, find_config, load_config, state_dir
+from .allowance_commands import add_allowances_parser
 from .autostart import ensure_daemon
 from .console_command import add_console_parser
 from .daemon_client import EXIT_NOT_RUNNING, EXIT_OK, Api, CliError, running_daemon
@@ -143,6 +144,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_tasks_parser(sub)
     add_questions_parser(sub)
     add_audit_parser(sub)
+    add_allowances_parser(sub)
     add_console_parser(sub)
 
     sv = sub.add_parser("serve", help="stdio MCP server for hosts that spawn processes (relays to the daemon)")

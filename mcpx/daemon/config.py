@@ -56,6 +56,14 @@ class McpxServerOptions(_Strict):
     tools: dict[str, ToolOverride] = Field(
         default_factory=dict, description="Per-tool overrides, keyed by the upstream's tool name."
     )
+    approve: list[str] = Field(
+        default_factory=list,
+        description="Tools (globs of the server's own names or the names hosts see, e.g. `delete_*`) whose calls"
+        " wait for an operator's approval before they reach the server (docs/approvals.md).",
+    )
+    approveTimeoutMs: int | None = Field(
+        None, gt=0, description="How long such a call waits for an approval; unset: the top-level `approveTimeoutMs`."
+    )
     scope: Literal["shared", "host"] = Field(
         "shared",
         description="`shared`: one process serves every host. `host` (stdio servers only): each host connection"
@@ -321,6 +329,17 @@ class Config(BaseModel):
     daemon: DaemonConfig = Field(default_factory=DaemonConfig, description="The daemon's listener.")
     tasks: TasksConfig = Field(default_factory=TasksConfig, description="Task defaults and limits.")
     calls: CallsConfig = Field(default_factory=CallsConfig, description="Hosts' plain calls, as operators see them.")
+    approve: list[str] = Field(
+        default_factory=list,
+        description="Tools of every server (globs, as `mcpServers.<name>.mcpx.approve`) whose calls wait for an"
+        " operator's approval.",
+    )
+    approveTimeoutMs: int = Field(
+        3_600_000,
+        gt=0,
+        description="How long a gated call waits for an approval, whether or not an operator is attached; then it is"
+        " denied (the host gets an isError result saying so).",
+    )
     auth: AuthConfig | None = Field(None, description="Optional bearer-token auth for /mcp.")
     questions: QuestionsConfig = Field(default_factory=QuestionsConfig, description="Questions upstreams ask.")
     connections: ConnectionsConfig = Field(default_factory=ConnectionsConfig, description="The connection registry.")

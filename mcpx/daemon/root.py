@@ -174,7 +174,13 @@ class Daemon:
             hosts=self.http_hosts,
             require_task_name=config.tasks.requireMcpName,
         )
-        self.operations = Operations(engine=self.engine, broker=self.broker, registry=self.registry, bus=self.bus)
+        self.operations = Operations(
+            engine=self.engine,
+            broker=self.broker,
+            registry=self.registry,
+            bus=self.bus,
+            approvals=self.dispatcher.calls.approvals,
+        )
         self.phase: DaemonPhase = "starting"
         self.url: str | None = None
         self._server: _Server | None = None

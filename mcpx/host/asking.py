@@ -17,7 +17,7 @@ from ..protocol.errors import InternalError, MissingClientCapability, UpstreamEr
 from ..protocol.legacy_tasks import related_meta
 from ..questions.broker import Broker, HostAsk, OnWaiting
 from ..questions.question import Question
-from ..tasks.engine import TaskEngine
+from ..tasks.engine import TaskEngine, current_run
 from ..upstream.pool import UpstreamServer
 from ..upstream.session import OnRequest
 from .connection import HostError, RequestContext
@@ -82,6 +82,29 @@ class Asker:
             on_waiting=self._tell_waiting(ctx),
         )
 
+    async def ask_operator(
+        self, ctx: RequestContext, upstream: str, params: dict[str, Any], expiry_s: float, qid: str
+    ) -> dict[str, Any]:
+        """A question for operators alone (an approval: never the host's to answer about its own
+        call), waiting for one however long `expiry_s` is, attached or not. Shown with the call's
+        task, or its plain call's row (listed now), whose status message says it waits."""
+        run = current_run()
+        task_id = ctx.task_id or (run.task_id if run is not None else None)  # (a new task's ctx learns it later)
+        if task_id is None and ctx.plain is not None:
+            task_id = await ctx.plain.row()
+        return await self.broker.ask(
+            upstream=upstream,
+            method="elicitation/create",
+            params=params,
+            task_id=task_id,
+            connection=ctx.conn.record_id,
+            host_ask=None,
+            on_waiting=self._tell_waiting(ctx),
+            qid=qid,
+            expiry_s=expiry_s,
+            wait_always=True,
+        )
+
     def _legacy_host_ask(
         self, ctx: RequestContext, method: str, clean: dict[str, Any], capability: str | None
     ) -> HostAsk | None:
@@ -141,13 +164,15 @@ class Asker:
         (withdrawn once it is answered, back to what it said before), or progress on a plain call
         that asked for progress."""
         said: list[tuple[str, str | None]] = []  # (what was told, the task's message before it)
+        run = current_run()  # a new task's ctx learns its id only once its handle is out
 
         async def tell(message: str | None) -> None:
-            if ctx.task_id is not None:
+            task_id = ctx.task_id or (run.task_id if run is not None else None)
+            if task_id is not None:
                 if message is not None:
-                    said.append((message, await self.engine.set_status_message(ctx.task_id, message)))
+                    said.append((message, await self.engine.set_status_message(task_id, message)))
                 elif said:
-                    await self.engine.restore_status_message(ctx.task_id, *said.pop())
+                    await self.engine.restore_status_message(task_id, *said.pop())
                 return
             token = ctx.meta.get("progressToken")
             if message is None:

@@ -31,6 +31,7 @@ from ..upstream import carry_on
 from ..upstream.pool import Route, UpstreamServer
 from ..upstream.session import RELAYED_CLIENT_CAPS, Caller, OnNotify, OnSent, UpstreamSession, current_caller
 from ..upstream.tasks import follow, foreign_sessions
+from .approvals import Approvals
 from .asking import Asker
 from .connection import RequestContext
 
@@ -115,8 +116,17 @@ def retry_params(params: dict[str, Any], round_result: dict[str, Any], answers: 
 class UpstreamCalls:
     """The CallSurface (host/task_host.py) the era modules call the upstream through."""
 
-    def __init__(self, config: Config, engine: TaskEngine, asker: Asker, state_key: bytes, plain: PlainCalls) -> None:
+    def __init__(
+        self,
+        config: Config,
+        engine: TaskEngine,
+        asker: Asker,
+        state_key: bytes,
+        plain: PlainCalls,
+        approvals: Approvals | None = None,
+    ) -> None:
         self.config = config
+        self.approvals = approvals or Approvals(config, asker, engine.store)  # approval gates (host/approvals.py)
         self.engine = engine
         self.plain = plain  # lists a host's plain calls that run long (tasks/plain_calls.py)
         self.asker = asker
@@ -242,11 +252,17 @@ class UpstreamCalls:
         if run is None:
 
             async def inline(named: dict[str, Any]) -> dict[str, Any]:
+                denied = await self.approvals.check(ctx, server, named)  # inside: a gated call is listed
+                if denied is not None:
+                    return _refused(denied, ctx)
                 if followed and session is not None:
                     return await self._followed(ctx, named, server, session, timeout, None)
                 return await self._inline_call(ctx, named, server, timeout, raw_state=raw_state)
 
             return await self._plain_call(ctx, named, server, inline)
+        denied = await self.approvals.check(ctx, server, named)
+        if denied is not None:
+            return _refused(denied, ctx)
         if not followed or session is None:
             return await self._inline_call(ctx, named, server, timeout, raw_state=raw_state)
         return await self._followed(ctx, named, server, session, timeout, run)
@@ -371,8 +387,7 @@ class UpstreamCalls:
         try:
             return await self.plain.run(info, call)
         except OperatorCancelled as stopped:
-            text = f"mcpx: this call was {stopped.message}."
-            return shaping.call_result_for({"content": [{"type": "text", "text": text}], "isError": True}, ctx.revision)
+            return _refused(f"mcpx: this call was {stopped.message}.", ctx)
 
     # ---- MRTR rounds mcpx signs (host/modern_tasks.py holds the upstream call meanwhile) ----
     def _bound(self, params: dict[str, Any], route: Route) -> str:
@@ -419,6 +434,11 @@ class UpstreamCalls:
             await ctx.notify(msg)
 
         return relay
+
+
+def _refused(text: str, ctx: RequestContext) -> dict[str, Any]:
+    """A call mcpx did not run (denied, or not approved in time), as a tool error a model can read."""
+    return shaping.call_result_for({"content": [{"type": "text", "text": text}], "isError": True}, ctx.revision)
 
 
 def _for_host(res: dict[str, Any], server: UpstreamServer, ctx: RequestContext) -> dict[str, Any]:

@@ -131,10 +131,15 @@ class Broker:
         on_waiting: OnWaiting | None = None,
         qid: str | None = None,
         candidates: list[dict[str, Any]] | None = None,
+        expiry_s: float | None = None,
+        wait_always: bool = False,
     ) -> dict[str, Any]:
         """Open a question and return the first answer: the host's (if it can be asked), an
         operator's, or the expiry default. Raises what the upstream should get as an error.
-        `candidates`: the calls that may have asked it, when it could not be tied to one."""
+        `candidates`: the calls that may have asked it, when it could not be tied to one.
+        `expiry_s` overrides the configured expiry; `wait_always` waits for an operator whether
+        or not one is attached (an approval may wait for hours; it never fails closed at once)."""
+        expiry = self.expiry_s if expiry_s is None else expiry_s
         if self._closed is not None:
             raise InternalError(f"question not asked: {self._closed}")
         self._check_room(method, params, task_id)
@@ -145,7 +150,7 @@ class Broker:
             method,
             dict(params),
             now,
-            now + int(self.expiry_s * 1000),
+            now + int(expiry * 1000),
             task_id=task_id,
             connection=connection,
             host_can_answer=host_ask is not None,
@@ -171,16 +176,16 @@ class Broker:
                 if host_ask is not None:
                     tg.start_soon(self._from_host, waiting, host_ask)
                 else:
-                    tg.start_soon(self._need_operator, waiting, on_waiting)
-                with anyio.move_on_after(self.expiry_s) as expiry:
+                    tg.start_soon(self._need_operator, waiting, on_waiting, wait_always)
+                with anyio.move_on_after(expiry) as timer:
                     await waiting.done.wait()
-                expired = expiry.cancelled_caught  # the monotonic timer, not the wall clock, says so
+                expired = timer.cancelled_caught  # the monotonic timer, not the wall clock, says so
                 tg.cancel_scope.cancel()
         finally:
             self._open.pop(q.id, None)
             with anyio.CancelScope(shield=True):
                 if q.status == "open":  # its call ended first (cancelled, timed out), or it expired
-                    reason = f"expired after {self.expiry_s:g} s" if expired else "the call ended"
+                    reason = f"expired after {expiry:g} s" if expired else "the call ended"
                     # Not recorded: logged, and the upstream gets no expiry answer (below: an error).
                     with contextlib.suppress(NotRecorded):
                         await self._expire(q, reason, waiting=waiting)
@@ -235,11 +240,11 @@ class Broker:
                     waiting.error = _unrecorded_end(waiting.question, exc)
                 waiting.done.set()
 
-    async def _need_operator(self, waiting: _Waiting, on_waiting: OnWaiting | None) -> None:
+    async def _need_operator(self, waiting: _Waiting, on_waiting: OnWaiting | None, wait_always: bool = False) -> None:
         """Nobody but an operator can answer: wait for one to attach (briefly), or give the
         upstream the answer of a client without the capability."""
         q = waiting.question
-        if self.wait_for_operator == "attached" and not self.bus.operators():
+        if self.wait_for_operator == "attached" and not wait_always and not self.bus.operators():
             with anyio.move_on_after(self.operator_grace_s):
                 await self.bus.operator_attached()
             if not self.bus.operators():
