@@ -36,9 +36,10 @@ SUITE_STORES = os.environ.get("MCPX_TEST_STORES", "sqlite,postgres").split(",")
 # `pytest` runs the default tier: unit tests, in-process tests, and the end-to-end tests on SQLite
 # with our own fixture upstreams. `pytest --tier slow` runs the rest, which .ci/run runs as a further
 # step: the PostgreSQL half of the live suite, and every test marked with one of SLOW_MARKERS (the
-# official SDKs and FastMCP as peers, the conformance suite, the stress tests). `--tier all` is both.
+# official SDKs and FastMCP as peers, the conformance suite, the stress tests, the browser tests).
+# `--tier all` is both.
 TIERS = ("default", "slow", "all")
-SLOW_MARKERS = ("peers", "conformance", "stress")
+SLOW_MARKERS = ("peers", "conformance", "stress", "browser")
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

@@ -99,6 +99,11 @@ class Connection(ConnectionRecord):
     needsInput: bool = Field(description="One of its calls or tasks waits for an answer.")
 
 
+class AnswerLink(BaseModel):
+    url: str = Field(description="Opens the answer page; good once, until the question expires.")
+    expiresMs: int
+
+
 class Allowance(BaseModel):
     """An operator let a host call a gated tool unasked until `untilMs` (docs/approvals.md)."""
 

@@ -19,6 +19,7 @@ from ..tasks import changes
 from ..tasks.engine import TaskEngine, now_ms
 from ..tasks.frame_log import Frame
 from ..tasks.model import INPUT_REQUIRED, Task
+from .answer_links import AnswerLinks
 
 TIMELINE_MAX = 500
 
@@ -91,8 +92,12 @@ class Operations:
         registry: ConnectionRegistry,
         bus: EventBus,
         approvals: Approvals | None = None,
+        links: AnswerLinks | None = None,
+        link_base: str = "",
     ) -> None:
         self.approvals = approvals  # approval gates' allowances (host/approvals.py)
+        self.links = links or AnswerLinks()  # one-time answer links (api/answer_links.py)
+        self.link_base = link_base  # where they point: daemon.publicUrl, else the loopback address
         self.engine = engine
         self.broker = broker
         self.registry = registry
@@ -245,6 +250,17 @@ class Operations:
         if q is None:
             raise NotFound(f"no question {qid}")
         return q
+
+    async def answer_link(self, qid: str) -> tuple[str, int]:
+        """A one-time link that answers this open question: (URL, when it expires)."""
+        q = self.broker.get(qid)
+        if q is None:
+            stored = await self.store.get_question(qid)
+            if stored is None:
+                raise NotFound(f"no question {qid}")
+            raise Conflict(f"question {qid} is {stored.status}")
+        token = self.links.mint(qid, q.expires_ms)
+        return f"{self.link_base.rstrip('/')}/answer/{token}", q.expires_ms
 
     async def answer(self, qid: str, action: Action, content: object, result: object, by: str) -> Question:
         try:

@@ -247,6 +247,21 @@ def build(ops: Operations, token: str, status: StatusFn, allowed_origins: list[s
             return _unfit(exc)
         return q.wire()
 
+    @app.post(
+        "/v1/questions/{question_id}/link",
+        response_model=models.AnswerLink,
+        responses={**NOT_FOUND, **CONFLICT},
+        summary="A one-time link that answers this question from a browser (docs/answer-links.md)",
+    )
+    async def answer_link(question_id: Annotated[str, Path()]) -> dict[str, Any]:
+        try:
+            url, expires = await ops.answer_link(question_id)
+        except NotFound as exc:
+            raise HTTPException(404, str(exc)) from None
+        except Conflict as exc:
+            raise HTTPException(409, str(exc)) from None
+        return {"url": url, "expiresMs": expires}
+
     @app.get("/v1/events", response_model=models.EventPage, summary="The event log (the audit log)")
     async def list_events(
         since: Annotated[int, Query(ge=0, le=SEQ_MAX, description="Events after this sequence number.")] = 0,

@@ -134,6 +134,13 @@ class DaemonConfig(_Strict):
     allowedOrigins: list[str] = Field(
         default_factory=list, description="Browser origins allowed besides loopback ones."
     )
+    publicUrl: str | None = Field(
+        None,
+        pattern=r"^https?://[^/?#]+(/[^?#]*)?$",
+        description="The base answer links use (`<publicUrl>/answer/<token>`) when the daemon is reached through a"
+        " tunnel you run (Tailscale, SSH); unset: http://127.0.0.1:<port>. The daemon itself stays on loopback"
+        " (docs/answer-links.md, docs/security.md).",
+    )
 
 
 class TasksConfig(_Strict):

@@ -24,6 +24,7 @@ from starlette.routing import Route, WebSocketRoute
 
 from .. import __version__
 from ..api import v1
+from ..api.answer_page import AnswerPage
 from ..api.feed import FeedEndpoint
 from ..api.models import DaemonPhase
 from ..api.operations import Operations
@@ -298,10 +299,17 @@ class Daemon:
             sock.listen(512)
             port = sock.getsockname()[1]
             self.url = f"http://127.0.0.1:{port}/mcp"
+            self.operations.link_base = self.config.daemon.publicUrl or f"http://127.0.0.1:{port}"
             origins = self.config.daemon.allowedOrigins
             app = Starlette(
                 routes=[
                     Route("/mcp", self.endpoint),
+                    # The answer links' page: the link is its own credential (api/answer_page.py).
+                    Route(
+                        "/answer/{token}",
+                        AnswerPage(self.operations.links, self.operations).__call__,
+                        methods=["GET", "POST"],
+                    ),
                     # A bound method, so Starlette hands it a WebSocket (an instance would be taken as raw ASGI).
                     WebSocketRoute("/v1/stdio", ShimEndpoint(self.router, token).__call__),
                     WebSocketRoute("/v1/events", self._feed(token, origins).__call__),
