@@ -83,6 +83,7 @@ class QuestionForm(Vertical):
     def __init__(self, question: Mapping[str, Any], *, title: str | None = None, id: str | None = None) -> None:
         super().__init__(id=id)
         self.question = question
+        self.closed: str | None = None  # why it can no longer be answered here (answered elsewhere)
         self.spec = form_spec(question)
         self.title = title or self.spec.title
         self.sent: Answer | None = None  # taken by the daemon
@@ -152,6 +153,14 @@ class QuestionForm(Vertical):
             self.query_one("#result" if shown[0] == "result" else f"#field-{shown[0]}").focus()
         return bool(shown or general)
 
+    def mark_closed(self, why: str) -> None:
+        """Answered (or closed) elsewhere: said so, and its fields no longer editable."""
+        self.closed = why
+        self.query_one("#done", Static).update(why)
+        self.add_class("-done")
+        for widget in self.query("Input, Switch, RadioSet, Select, SelectionList, TextArea"):
+            widget.disabled = True
+
     def mark_sent(self, answer: Answer) -> None:
         """Taken by the daemon: said so, and its fields no longer editable."""
         self.sent = answer
@@ -218,8 +227,17 @@ class AnswerScreen(ModalScreen[Answer | None]):
         if event.button.id in actions:
             actions[event.button.id]()
 
+    def closed_elsewhere(self, question_id: str, why: str) -> None:
+        """Its question was answered by someone else (another console, a link, the host): shown
+        at once, never a silent 409 on the next key."""
+        if self.form.question.get("id") != question_id or self.form.closed is not None:
+            return
+        self.form.mark_closed(why)
+        for button in self.query("#accept, #decline, #cancel").results(Button):
+            button.disabled = True
+
     def action_accept(self) -> None:
-        if self._busy or self.spec.problem is not None:
+        if self._busy or self.spec.problem is not None or self.form.closed is not None:
             return
         self.form.show({})
         answer, errors = self.form.read()
@@ -229,10 +247,12 @@ class AnswerScreen(ModalScreen[Answer | None]):
             self._send(answer)
 
     def action_decline(self) -> None:
-        self._send(Answer("decline"))
+        if self.form.closed is None:
+            self._send(Answer("decline"))
 
     def action_cancel_question(self) -> None:
-        self._send(Answer("cancel"))
+        if self.form.closed is None:
+            self._send(Answer("cancel"))
 
     def action_close(self) -> None:
         if not self._busy:
@@ -309,7 +329,13 @@ class TaskAnswersScreen(AnswerScreen):
             self._send_all([(form, answer)])
 
     def _open_forms(self) -> list[QuestionForm]:
-        return [f for f in self.forms if f.sent is None]
+        return [f for f in self.forms if f.sent is None and f.closed is None]
+
+    def closed_elsewhere(self, question_id: str, why: str) -> None:
+        for i, form in enumerate(self.forms):
+            if form.question.get("id") == question_id and form.sent is None and form.closed is None:
+                form.mark_closed(why)
+                self.query_one(f"#accept-{i + 1}", Button).disabled = True
 
     def action_accept(self) -> None:
         if self._busy:

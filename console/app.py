@@ -170,6 +170,11 @@ class ConsoleApp(App[None]):
         for screen in self.screen_stack:
             if isinstance(screen, QueueScreen) and (pending.questions or pending.reset):
                 screen.refresh_queue()
+            if isinstance(screen, AnswerScreen):  # a question answered elsewhere closes in its form at once
+                for qid in pending.questions:
+                    why = self.state.closed_why.get(qid)
+                    if why is not None and qid not in self.state.questions:
+                        screen.closed_elsewhere(qid, why)
         if pending.new_questions:
             q = self.state.questions.get(pending.new_questions[-1])
             if q is not None and self.toasts:
@@ -208,6 +213,9 @@ class ConsoleApp(App[None]):
             f"{waiting} waiting for you" if waiting else "nothing waiting", style="bold yellow" if waiting else "dim"
         )
         text.append(f"   bell {'on' if self.bell_on_question else 'off'}", style="dim")
+        others = [o for o in self.state.operators if o != self.backend.operator]
+        if others:
+            text.append(f"   also answering: {', '.join(others)}", style="cyan")
         if text != self._topbar:  # (one line, always: no layout)
             self._topbar = text
             self.query_one("#topbar", Static).update(text, layout=False)

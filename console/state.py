@@ -59,6 +59,22 @@ class Host:
         )
 
 
+CLOSED_KEPT = 1000
+
+
+def closed_why(kind: str, by: object, data: Mapping[str, Any]) -> str:
+    """What an open form of a question closed elsewhere says: who answered it, or why it closed."""
+    if kind == "question.expired":
+        return f"closed: {data.get('reason') or 'expired'}"
+    who = str(by or "someone")
+    if who.startswith("operator:"):
+        who = who.removeprefix("operator:")
+        who = who.removesuffix("@link") + " via link" if who.endswith("@link") else who
+    elif who.startswith("host:"):
+        who = "the host"
+    return f"answered by {who}"
+
+
 @dataclass(frozen=True)
 class TaskRow:
     id: str
@@ -154,6 +170,8 @@ class ConsoleState:
     tasks: dict[str, TaskRow] = field(default_factory=dict)
     questions: dict[str, Question] = field(default_factory=dict)  # open ones
     operators: list[str] = field(default_factory=list)
+    # Why each recently closed question closed ("answered by bob via link"), for a form still open on it.
+    closed_why: dict[str, str] = field(default_factory=dict)
     applied: int = 0  # events applied (not counting ignored repeats)
     ignored: int = 0  # events skipped because their sequence was already applied
     # Tasks by (connection, status), kept as rows change: the hosts pane reads them often.
@@ -198,6 +216,8 @@ class ConsoleState:
             return self._event(message)
         if kind == "reset":
             self.seq = None  # a snapshot follows
+        if kind == "heartbeat" and isinstance(message.get("operators"), list):
+            self.operators = [str(o) for o in message["operators"]]
         return Changes()
 
     def _snapshot(self, msg: Mapping[str, Any]) -> Changes:
@@ -281,6 +301,9 @@ class ConsoleState:
         elif kind in ("question.answered", "question.expired") and qid in self.questions:
             closed = self._close(qid)
             assert closed is not None
+            self.closed_why[qid] = closed_why(kind, ev.get("by"), data)
+            while len(self.closed_why) > CLOSED_KEPT:
+                del self.closed_why[next(iter(self.closed_why))]
             ch.questions.add(qid)
             self._touch(ch, closed)
         return ch

@@ -104,6 +104,7 @@ class HeartbeatMessage(TypedDict):
     type: Literal["heartbeat"]
     seq: int
     ts: int
+    operators: NotRequired[list[str]]  # who is attached now (sent at once when that changes)
 
 
 class GapMessage(TypedDict):

@@ -114,6 +114,16 @@ class FeedEndpoint:
         finally:
             self.bus.unsubscribe(sub)
 
+    def _heartbeat(self, last: int) -> dict[str, Any]:
+        """Nothing new: the newest sequence number, and the operators attached (sent at once when
+        they change, so each console shows who else is answering)."""
+        return {
+            "type": "heartbeat",
+            "seq": max(last, self.bus.last_seq),
+            "ts": _ms(),
+            "operators": self.bus.operators(),
+        }
+
     async def _serve(self, ws: WebSocket, sub: Subscriber, since: int | None, snapshot_limit: int) -> None:
         try:
             if since is None:
@@ -123,7 +133,7 @@ class FeedEndpoint:
                 last = await self._catch_up(ws, sub, since)
                 # Caught up: say so now, not at the next heartbeat, so a resuming client (a console
                 # after a restart) knows it is live even when nothing happens.
-                await _send(ws, {"type": "heartbeat", "seq": max(last, self.bus.last_seq), "ts": _ms()})
+                await _send(ws, self._heartbeat(last))
         except _Trimmed as gone:
             last = await self._start_over(ws, sub, snapshot_limit, gone)
         while True:
@@ -141,7 +151,7 @@ class FeedEndpoint:
                     last = await self._start_over(ws, sub, snapshot_limit, gone)
                 continue
             if not sub.queue:
-                await _send(ws, {"type": "heartbeat", "seq": max(last, self.bus.last_seq), "ts": _ms()})
+                await _send(ws, self._heartbeat(last))
                 continue
             while sub.queue and not sub.overflowed:
                 stored = sub.queue.popleft()

@@ -150,12 +150,31 @@ def _closed_how(api: Api, qid: str) -> str:
     return f" ({q['status']}: {q['reason']})" if q.get("reason") else ""
 
 
+def cmd_questions_watch(args: argparse.Namespace) -> int:
+    """One line per question as it opens, and as it closes, until interrupted. Attached as an
+    operator (unless --no-operator), so questions nobody else can answer wait for you."""
+    subscribe: dict[str, Any] = {"kinds": ["question.opened", "question.answered", "question.expired"]}
+    if args.operator:
+        subscribe["operator"] = args.by or "cli"
+    with _api(args) as api:
+        try:
+            for message in api.feed(subscribe):
+                if message.get("type") == "snapshot":
+                    for q in message.get("questions") or []:
+                        print(fmt.watched_question(q), flush=True)
+                elif message.get("type") == "event":
+                    print(json.dumps(message) if args.json else fmt.watched_event(message), flush=True)
+        except KeyboardInterrupt:
+            return EXIT_OK
+    raise CliError("the event feed ended (the daemon stopped?)")
+
+
 def add_questions_parser(sub: Subcommands) -> None:
     raw = argparse.RawDescriptionHelpFormatter
     q = sub.add_parser(
         "questions", help="questions upstreams ask (elicitation, sampling, roots)", epilog=EPILOG, formatter_class=raw
     )
-    qsub = q.add_subparsers(dest="questions_command", required=True, metavar="{ls,show,answer}")
+    qsub = q.add_subparsers(dest="questions_command", required=True, metavar="{ls,show,answer,watch}")
 
     ls = qsub.add_parser("ls", help="open questions (--all: answered and expired too)", **epilog(LS_EPILOG))
     ls.add_argument("--all", action="store_true", help="include answered and expired questions")
@@ -181,6 +200,14 @@ def add_questions_parser(sub: Subcommands) -> None:
     a.add_argument("--by", metavar="NAME", default=default_by(), help="your name in the audit log (default: $USER)")
     base_options(a)
     a.set_defaults(func=cmd_questions_answer)
+
+    w = qsub.add_parser("watch", help="print questions as they open and close, until interrupted")
+    w.add_argument("--by", metavar="NAME", default=default_by(), help="your operator name (default: $USER)")
+    w.add_argument(
+        "--no-operator", dest="operator", action="store_false", help="only watch: do not count as an attached operator"
+    )
+    base_options(w)
+    w.set_defaults(func=cmd_questions_watch)
 
 
 LS_EPILOG = """\

@@ -181,6 +181,25 @@ def snapshot_line(snap: Json) -> str:
 
 
 # ---- questions ---------------------------------------------------------------------------------
+def watched_question(q: Json) -> str:
+    """`mcpx questions watch`: an open question and how to answer it, on one line."""
+    return (
+        f"{stamp(q.get('createdMs'))}  open      {q['id']}  {q.get('kind')} from {q.get('upstream')}: "
+        f"{question_asks(q)}  (mcpx questions answer {str(q['id'])[:8]} ...)"
+    )
+
+
+def watched_event(event: Json) -> str:
+    """`mcpx questions watch`: a question opened, answered (by whom) or closed."""
+    data = event.get("data") or {}
+    if event.get("kind") == "question.opened":
+        return watched_question(data)
+    when, qid = stamp(event.get("ts")), event.get("questionId")
+    if event.get("kind") == "question.answered":
+        return f"{when}  answered  {qid}  by {event.get('by') or data.get('by')}: {data.get('action')}"
+    return f"{when}  closed    {qid}  {data.get('reason') or 'expired'}"
+
+
 def question_asks(q: Json) -> str:
     """What a question (or input request) asks, in a few words."""
     params = q.get("params") or {}

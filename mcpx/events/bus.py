@@ -135,3 +135,5 @@ class EventBus:
     def _notify_operators(self) -> None:
         changed, self._operators_changed = self._operators_changed, anyio.Event()
         changed.set()
+        for sub in self.subscribers:
+            sub.wake.set()  # its feed sends a heartbeat now, naming who is attached (several operators)
