@@ -56,6 +56,22 @@ class FrameUsage(BaseModel):
     budgetBytes: int = Field(description="The most it keeps (`frames.budgetBytes`).")
 
 
+class NotifySink(BaseModel):
+    """One webhook or command hook of the config's `notify` (docs/notify.md): how its deliveries go."""
+
+    sink: str = Field(description="Where it is configured, e.g. `notify.webhooks[0]`.")
+    kind: Literal["webhook", "command"]
+    target: str = Field(description="A webhook's scheme and host (its path may be a secret), a command's program.")
+    events: list[str] = Field(description="The event kinds it is sent.")
+    queued: int = Field(description="Events waiting for it (bounded; the oldest go first when full).")
+    delivered: int
+    failed: int = Field(description="Events given up on: after the retries (webhook) or a failed run (command).")
+    dropped: int = Field(description="Events pushed out of its full queue before they were tried.")
+    retries: int = Field(description="Webhook attempts made again after a connection error, a 5xx or a 429.")
+    lastError: str | None
+    lastErrorMs: int | None
+
+
 class Status(BaseModel):
     pid: int
     version: str
@@ -71,6 +87,7 @@ class Status(BaseModel):
     lastSeq: int = Field(description="The newest event's sequence number.")
     instance: str | None = Field(None, description="This daemon's name among those sharing a PostgreSQL store.")
     frames: FrameUsage = Field(description="The in-memory frame log (`frames` in the config): how full it is.")
+    notify: list[NotifySink] = Field(default_factory=list, description="Each configured webhook and command hook.")
 
 
 class ConnectionRecord(BaseModel):

@@ -15,6 +15,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
 
+from ..events.kinds import EventKind
 from ..host.auth import sha256_hex
 
 TaskSupport = Literal["forbidden", "optional", "required"]
@@ -327,6 +328,45 @@ class AuthConfig(_Strict):
     )
 
 
+NOTIFY_DEFAULT_EVENTS: list[EventKind] = ["question.opened"]
+
+
+class NotifyWebhook(_Strict):
+    url: str = Field(
+        pattern=r"^https?://[^/?#\s]+[^\s]*$",
+        description="Where each matching event is POSTed as JSON (http or https; docs/notify.md).",
+    )
+    secret: str = Field(
+        min_length=16,
+        description="Key of the HMAC-SHA256 signature sent in `X-Mcpx-Signature` (over `<timestamp>.<body>`).",
+    )
+    events: list[EventKind] = Field(
+        default_factory=lambda: list(NOTIFY_DEFAULT_EVENTS),
+        min_length=1,
+        description='Event kinds sent to it (as in /v1/events); default: `["question.opened"]`.',
+    )
+
+
+class NotifyCommand(_Strict):
+    run: list[str] = Field(
+        min_length=1,
+        description="Program and arguments run once per matching event, with the event's JSON on stdin (no"
+        " shell); killed after 30 s.",
+    )
+    events: list[EventKind] = Field(
+        default_factory=lambda: list(NOTIFY_DEFAULT_EVENTS),
+        min_length=1,
+        description='Event kinds it is run for; default: `["question.opened"]`.',
+    )
+
+
+class NotifyConfig(_Strict):
+    """Webhooks and command hooks told of events (docs/notify.md); none by default."""
+
+    webhooks: list[NotifyWebhook] = Field(default_factory=list, description="Signed JSON POSTs of events.")
+    commands: list[NotifyCommand] = Field(default_factory=list, description="Programs fed each event on stdin.")
+
+
 class Config(BaseModel):
     model_config = ConfigDict(extra="ignore")  # other hosts' top-level keys are not ours to judge
 
@@ -355,6 +395,9 @@ class Config(BaseModel):
     store: StoreConfig = Field(default_factory=StoreConfig, description="Where the durable state is kept.")
     keepers: KeepersConfig = Field(
         default_factory=KeepersConfig, description="Keeper processes that keep stdio upstreams across restarts."
+    )
+    notify: NotifyConfig = Field(
+        default_factory=NotifyConfig, description="Webhooks and command hooks told of events (docs/notify.md)."
     )
 
     @model_validator(mode="after")

@@ -19,6 +19,9 @@ from .config import (
     FramesConfig,
     KeepersConfig,
     McpxServerOptions,
+    NotifyCommand,
+    NotifyConfig,
+    NotifyWebhook,
     QuestionsConfig,
     ServerConfig,
     StoreConfig,
@@ -43,6 +46,9 @@ SECTIONS: list[tuple[str, type[BaseModel]]] = [
     ("`store`", StoreConfig),
     ("`auth`", AuthConfig),
     ("`auth.tokens[]`", AuthToken),
+    ("`notify`", NotifyConfig),
+    ("`notify.webhooks[]`", NotifyWebhook),
+    ("`notify.commands[]`", NotifyCommand),
 ]
 
 

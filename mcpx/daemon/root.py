@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import httpx
 import uvicorn
 from starlette.applications import Starlette
 from starlette.routing import Route, WebSocketRoute
@@ -39,6 +40,7 @@ from ..host.http.sessions import HttpHosts
 from ..host.router import HostRouter
 from ..host.shim_endpoint import ShimEndpoint
 from ..host.subscriptions import Hub
+from ..notify.notifier import Notifier
 from ..questions.broker import Broker
 from ..store import Store, retention
 from ..store.postgres import PostgresStore
@@ -182,6 +184,8 @@ class Daemon:
             bus=self.bus,
             approvals=self.dispatcher.calls.approvals,
         )
+        # Webhooks and command hooks (docs/notify.md): fed from the bus, never holding it up.
+        self.notifier = Notifier.from_config(config.notify, self.bus, httpx.AsyncClient())
         self.phase: DaemonPhase = "starting"
         self.url: str | None = None
         self._server: _Server | None = None
@@ -273,6 +277,7 @@ class Daemon:
             "lastSeq": await self.engine.store.last_seq(),
             "instance": self.instance,
             "frames": self.engine.frames.usage(),
+            "notify": self.notifier.status(),
         }
 
     def _say_what_the_config_did(self) -> None:
@@ -329,6 +334,7 @@ class Daemon:
             server.on_drain = self._drain
             self._server = server
             async with anyio.create_task_group() as tg:
+                await tg.start(self.notifier.run)  # subscribed before anything below makes an event
                 self.router.run_under(tg)
                 await self.engine.start(tg)
                 tg.start_soon(self.dispatcher.calls.plain.sweep)  # lists hosts' long plain calls

@@ -1,0 +1,19 @@
+"""What a sink is sent (pure): the event exactly as a `/v1/events` entry, as compact JSON bytes.
+
+`question.opened`'s `data` already is the question as `/v1/questions` shows it (the broker stores
+that with the event), so no lookup is needed to include it.
+"""
+
+from __future__ import annotations
+
+import json
+
+from ..events.bus import StoredEvent
+
+
+def body(stored: StoredEvent) -> bytes:
+    return json.dumps(stored.wire(), separators=(",", ":"), ensure_ascii=False).encode()
+
+
+class Undelivered(Exception):
+    """A sink gave up on one event; the message is what `/v1/status` shows as its last error."""
