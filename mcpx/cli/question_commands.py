@@ -12,6 +12,7 @@ import time
 from typing import Any
 
 from ..daemon.config import state_dir
+from ..events.kinds import EVENT_KINDS
 from ..questions import elicitation
 from . import text_format as fmt
 from .daemon_client import EXIT_OK, EXIT_USAGE, Api, ApiError, CliError, resolve_id
@@ -153,7 +154,7 @@ def _closed_how(api: Api, qid: str) -> str:
 def cmd_questions_watch(args: argparse.Namespace) -> int:
     """One line per question as it opens, and as it closes, until interrupted. Attached as an
     operator (unless --no-operator), so questions nobody else can answer wait for you."""
-    subscribe: dict[str, Any] = {"kinds": ["question.opened", "question.answered", "question.expired"]}
+    subscribe: dict[str, Any] = {"kinds": [k for k in EVENT_KINDS if k.startswith("question.")]}
     if args.operator:
         subscribe["operator"] = args.by or "cli"
     with _api(args) as api:
