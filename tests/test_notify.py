@@ -7,12 +7,14 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import json
 import sys
 import threading
 import time
 from pathlib import Path
 from typing import Any
 
+import httpx
 from harness import UNIT, Api, RawHost, conformance_server, wait_until
 from notify_receiver import Receiver
 
@@ -85,14 +87,21 @@ def test_question_opened_reaches_a_webhook_signed_after_two_500s_and_a_command_o
                 for r in rx.got:  # every attempt is signed over its own timestamp
                     assert _signed(r.headers, r.body) and not _signed(r.headers, r.body + b" ")
                 event = rx.got[-1].json()
+                # Each notification of a question carries its own one-time answer link (docs/answer-links.md).
+                link = event.pop("answerUrl")
+                assert link.startswith(f"http://127.0.0.1:{daemon.port}/answer/")
+                page = httpx.get(link, timeout=10)
+                assert page.status_code == 200 and "Deploy?" in page.text
                 assert event["kind"] == "question.opened" and event["questionId"] == q["id"]
                 assert event["data"] == q  # the question as /v1/questions shows it
                 assert {"seq", "ts", "kind", "data"} <= event.keys()
                 from_events = api.get("/v1/events", params={"kind": "question.opened"}).json()["events"]
                 # The /v1/events entry, null keys left out (as the feed sends it).
                 assert event in [{k: v for k, v in e.items() if v is not None} for e in from_events]
-                on_stdin = wait_until(lambda: out.exists() and out.read_bytes(), 10, "the command hook's stdin")
-                assert on_stdin == rx.got[-1].body
+                on_stdin = json.loads(
+                    wait_until(lambda: out.exists() and out.read_bytes(), 10, "the command hook's stdin")
+                )
+                assert on_stdin.pop("answerUrl") not in (None, link) and on_stdin == event
                 hook = wait_until(lambda: (s := _sink(daemon, "notify.webhooks[0]"))["delivered"] == 1 and s, 10)
                 assert (hook["retries"], hook["failed"], hook["dropped"]) == (2, 0, 0)
                 assert hook["lastError"] == "HTTP 500 from the receiver" and hook["target"].startswith("http://")

@@ -185,7 +185,9 @@ class Daemon:
             approvals=self.dispatcher.calls.approvals,
         )
         # Webhooks and command hooks (docs/notify.md): fed from the bus, never holding it up.
-        self.notifier = Notifier.from_config(config.notify, self.bus, httpx.AsyncClient())
+        self.notifier = Notifier.from_config(
+            config.notify, self.bus, httpx.AsyncClient(), answer_link=self._answer_link
+        )
         self.phase: DaemonPhase = "starting"
         self.url: str | None = None
         self._server: _Server | None = None
@@ -385,6 +387,14 @@ class Daemon:
         finally:
             state_folder.remove_info(self.state_dir)
             lock.close()
+
+    def _answer_link(self, question: dict[str, Any]) -> str | None:
+        """A notification's `answerUrl`: a one-time link for a form question (docs/answer-links.md)."""
+        qid, expires = question.get("id"), question.get("expiresMs")
+        if question.get("kind") != "elicitation" or not isinstance(qid, str) or not isinstance(expires, int):
+            return None
+        token = self.operations.links.mint(qid, expires)
+        return f"{self.operations.link_base.rstrip('/')}/answer/{token}"
 
     async def _drain(self) -> None:
         self.phase = "draining"

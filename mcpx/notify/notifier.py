@@ -25,6 +25,8 @@ from .webhook import Webhook
 
 log = logging.getLogger("mcpx.notify")
 
+AnswerLink = Callable[[dict[str, Any]], "str | None"]  # an opened question's data -> a link that answers it
+
 
 class Sink(Protocol):
     kind: str
@@ -61,14 +63,18 @@ class Notifier:
         routes: list[Route],
         client: httpx.AsyncClient | None = None,
         clock: Callable[[], float] = time.time,
+        answer_link: AnswerLink | None = None,
     ) -> None:
         self._bus = bus
         self.routes = routes
         self._client = client  # the webhooks' connections, closed when run() ends
         self._clock = clock
+        self._answer_link = answer_link  # a one-time answer link for an opened question (api/answer_links.py)
 
     @classmethod
-    def from_config(cls, notify: NotifyConfig, bus: EventBus, client: httpx.AsyncClient) -> Notifier:
+    def from_config(
+        cls, notify: NotifyConfig, bus: EventBus, client: httpx.AsyncClient, answer_link: AnswerLink | None = None
+    ) -> Notifier:
         routes = [
             Route(f"notify.webhooks[{i}]", Webhook(w.url, w.secret, client), frozenset(w.events))
             for i, w in enumerate(notify.webhooks)
@@ -77,7 +83,7 @@ class Notifier:
             Route(f"notify.commands[{i}]", CommandHook(list(c.run)), frozenset(c.events))
             for i, c in enumerate(notify.commands)
         ]
-        return cls(bus, routes, client)
+        return cls(bus, routes, client, answer_link=answer_link)
 
     def _hand_on(self, stored: StoredEvent) -> None:
         for route in self.routes:
@@ -105,8 +111,11 @@ class Notifier:
         stats = route.outbox.stats
         while True:
             stored = await route.outbox.get()
+            link = None
+            if stored.event.kind == "question.opened" and self._answer_link is not None:
+                link = self._answer_link(stored.event.data)  # one per notification: each link works once
             try:
-                await route.sink.deliver(body(stored), stats)
+                await route.sink.deliver(body(stored, link), stats)
             except Undelivered as exc:
                 stats.failed += 1
                 stats.last_error, stats.last_error_ms = str(exc), int(self._clock() * 1000)

@@ -11,8 +11,13 @@ import json
 from ..events.bus import StoredEvent
 
 
-def body(stored: StoredEvent) -> bytes:
-    return json.dumps(stored.wire(), separators=(",", ":"), ensure_ascii=False).encode()
+def body(stored: StoredEvent, answer_url: str | None = None) -> bytes:
+    """The event's JSON; a question's notification also carries `answerUrl`, a one-time link
+    that answers it from a browser (docs/answer-links.md), when it can be answered there."""
+    wire = stored.wire()
+    if answer_url is not None:
+        wire["answerUrl"] = answer_url
+    return json.dumps(wire, separators=(",", ":"), ensure_ascii=False).encode()
 
 
 class Undelivered(Exception):
