@@ -8,6 +8,8 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import os
+import subprocess
 import sys
 import threading
 import time
@@ -15,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from harness import UNIT, Api, RawHost, conformance_server, wait_until
+from harness import ROOT, UNIT, Api, RawHost, conformance_server, wait_until
 from notify_receiver import Receiver
 
 SECRET = "a-webhook-secret-0123"
@@ -108,6 +110,12 @@ def test_question_opened_reaches_a_webhook_signed_after_two_500s_and_a_command_o
                 assert _sink(daemon, "notify.commands[0]")["delivered"] == 1
                 broken = wait_until(lambda: (s := _sink(daemon, "notify.commands[1]"))["failed"] == 1 and s, 10)
                 assert broken["delivered"] == 0 and broken["lastError"].endswith("exited with 1: no route to ntfy")
+                shown = subprocess.run(
+                    [sys.executable, "-m", "mcpx", "status", "--state-dir", str(daemon.state_dir)],
+                    capture_output=True, text=True, timeout=30, env={**os.environ, "PYTHONPATH": str(ROOT)},
+                ).stdout  # fmt: skip
+                assert "notify notify.commands[1] (command" in shown and "0 delivered, 1 failed" in shown, shown
+                assert "no route to ntfy" in shown
                 assert api.answer(q["id"], "accept", content=CONTENT).status_code == 200
             t.join(15)
             assert box["resp"].status_code == 200

@@ -328,4 +328,9 @@ def status_text(status: Json, folder: str) -> str:
     if isinstance(frames, dict):
         kept, budget = frames["bytes"] / 2**20, frames["budgetBytes"] / 2**20
         lines.append(f"frames kept in memory: {frames['tasks']} tasks, {kept:.1f} of {budget:.0f} MB")
+    for sink in status.get("notify") or []:  # docs/notify.md: how each webhook and command hook does
+        counts = f"{sink['delivered']} delivered, {sink['failed']} failed, {sink['dropped']} dropped, {sink['queued']} queued"
+        lines.append(f"notify {sink['sink']} ({sink['kind']} {sink['target']}): {counts}")
+        if sink.get("lastError"):
+            lines.append(f"  last error, {stamp(sink.get('lastErrorMs'))}: {clip(sink['lastError'], 100)}")
     return "\n".join(lines)
