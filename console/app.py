@@ -23,7 +23,7 @@ from .answer_screen import AnswerScreen, TaskAnswersScreen
 from .backend import Backend, BackendError
 from .commands import ConsoleCommands
 from .heap import HeapKeeper
-from .screens import ConfirmScreen, HelpScreen, QueueScreen
+from .screens import AllowancesScreen, ConfirmScreen, HelpScreen, QueueScreen
 from .state import STATUSES, Changes, ConsoleState, Question
 from .widgets.detail import DetailPane
 from .widgets.hosts import HostsPane
@@ -41,6 +41,7 @@ class ConsoleApp(App[None]):
     COMMANDS = App.COMMANDS | {ConsoleCommands}
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("a", "queue", "answer queue"),
+        Binding("A", "allowances", "allowances", show=False),
         Binding("slash", "filter", "filter"),
         Binding("s", "sort", "sort"),
         Binding("S", "reverse", "reverse", show=False),
@@ -324,6 +325,9 @@ class ConsoleApp(App[None]):
     # ---- answering -------------------------------------------------------------------------
     def action_queue(self) -> None:
         self.push_screen(QueueScreen(self.state, self.answer))
+
+    def action_allowances(self) -> None:
+        self.push_screen(AllowancesScreen(self.backend, self.state))
 
     def action_answer_selected(self) -> None:
         task_id = self.table.selected()

@@ -35,3 +35,8 @@ class Backend(Protocol):
     async def answer(
         self, question_id: str, action: str, content: JsonObject | None, result: JsonObject | None
     ) -> None: ...
+
+    async def allowances(self) -> list[JsonObject]:
+        """The approval allowances in force (`GET /v1/allowances`, docs/approvals.md)."""
+
+    async def revoke_allowance(self, allowance_id: str) -> None: ...

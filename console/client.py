@@ -128,6 +128,13 @@ class DaemonClient:
             body["result"] = result
         await self._call("POST", f"/v1/questions/{question_id}/answer", json=body)
 
+    async def allowances(self) -> list[JsonObject]:
+        result: list[JsonObject] = (await self._call("GET", "/v1/allowances"))["allowances"]
+        return result
+
+    async def revoke_allowance(self, allowance_id: str) -> None:
+        await self._call("DELETE", f"/v1/allowances/{allowance_id}")
+
     # ---- the feed --------------------------------------------------------------------------
     async def feed(self, since: int | None, snapshot_tasks: int = 20_000) -> AsyncIterator[FeedMessage]:
         """The feed's messages, from a snapshot (since None) or after `since`; ends (raising

@@ -11,6 +11,7 @@ from .state import STATUSES
 
 ACTIONS: list[tuple[str, str, str]] = [
     ("Answer queue", "queue", "everything waiting for a person, oldest first"),
+    ("Approval allowances", "allowances", "which host may call which gated tool unasked; revoke them"),
     ("Answer the selected task's questions", "answer_selected", "the form of each open question, or all in one"),
     ("Cancel the selected task", "cancel", "with a confirmation"),
     ("Cancel every shown unfinished task", "cancel_shown", "bulk cancel of the filtered tasks, with a count"),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from typing import ClassVar
 
@@ -14,6 +15,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Label, OptionList, Static
 from textual.widgets.option_list import Option
 
+from .backend import Backend, BackendError
 from .render import age
 from .state import ConsoleState, Question
 
@@ -27,6 +29,7 @@ KEYS = """\
   r           raw JSON           f       its JSON-RPC frames    o  overview
 [b]Everywhere[/b]
   a           the answer queue (everything waiting for a person)
+  A           approval allowances in force (x revokes one)
   b           terminal bell on new questions on/off (shown top right)
   tab         hosts / tasks      ctrl+p  command palette        ?   these keys
   q           quit
@@ -136,3 +139,65 @@ class QueueScreen(ModalScreen[None]):
 
     def action_close(self) -> None:
         self.dismiss(None)
+
+
+class AllowancesScreen(ModalScreen[None]):
+    """The approval allowances in force (docs/approvals.md): which host may call which gated tool
+    unasked, until when, granted by whom; x revokes the highlighted one."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("x", "revoke", "revoke"),
+        Binding("escape,A", "close", "close"),
+    ]
+
+    def __init__(self, backend: Backend, state: ConsoleState) -> None:
+        super().__init__()
+        self.backend = backend
+        self.state = state
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="allowances"):
+            yield Label("Approval allowances in force", id="allowances-title")
+            yield OptionList(id="allowances-list")
+            yield Static("x: revoke (the host is asked again) · esc: back", id="allowances-keys")
+
+    def on_mount(self) -> None:
+        self.run_worker(self.reload(), exclusive=True)
+
+    async def reload(self) -> None:
+        ol = self.query_one("#allowances-list", OptionList)
+        try:
+            found = await self.backend.allowances()
+        except BackendError as exc:
+            ol.set_options([Option(Text(f"could not list them: {exc}", style="red"), disabled=True)])
+            return
+        options = []
+        for a in found:
+            host = self.state.hosts.get(str(a.get("connectionId")))
+            text = Text.assemble((f"{a.get('upstream')}/{a.get('tool')}", "bold"), "  for ")
+            text.append(host.label if host else str(a.get("connectionId")))
+            text.append(f"  until {clock(int(a.get('untilMs') or 0))}  by {a.get('by')}", style="dim")
+            options.append(Option(text, id=str(a.get("id"))))
+        ol.set_options(options or [Option(Text("no allowances in force", style="dim"), id="none", disabled=True)])
+        if options:
+            ol.highlighted = 0
+            ol.focus()
+
+    def action_revoke(self) -> None:
+        option = self.query_one("#allowances-list", OptionList).highlighted_option
+        if option is not None and option.id and option.id != "none":
+            self.run_worker(self._revoke(option.id), exclusive=True)
+
+    async def _revoke(self, allowance_id: str) -> None:
+        try:
+            await self.backend.revoke_allowance(allowance_id)
+        except BackendError as exc:
+            self.app.notify(f"not revoked: {exc}", severity="error")
+        await self.reload()
+
+    def action_close(self) -> None:
+        self.dismiss(None)
+
+
+def clock(ms: int) -> str:
+    return time.strftime("%H:%M", time.localtime(ms / 1000))

@@ -374,6 +374,12 @@ class LoadBackend:
     async def cancel(self, task_id: str) -> dict[str, Any]:
         return {}
 
+    async def allowances(self) -> list[dict[str, Any]]:
+        return []
+
+    async def revoke_allowance(self, allowance_id: str) -> None:
+        return None
+
     async def answer(self, question_id: str, action: str, content: Any, result: Any) -> dict[str, Any]:
         return {}
 

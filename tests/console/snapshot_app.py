@@ -161,6 +161,12 @@ class ReplayBackend:
         self.cancelled.append(task_id)
         return {}
 
+    async def allowances(self) -> list[dict[str, Any]]:
+        return []
+
+    async def revoke_allowance(self, allowance_id: str) -> None:
+        return None
+
     async def answer(self, question_id: str, action: str, content: Any, result: Any) -> dict[str, Any]:
         self.answers.append((question_id, action, content, result))
         return {}

@@ -5,15 +5,17 @@ within a second, never a silent 409 later. Each console names the other operator
 from __future__ import annotations
 
 import re
+import threading
 import time
+from pathlib import Path
 from typing import Any
 
 import anyio
 import httpx
 import pytest
-from harness import Api, RawHost, conformance_server
+from harness import Api, RawHost, conformance_server, stdio_server, wait_until
 from pilot_wait import until
-from textual.widgets import Static
+from textual.widgets import OptionList, Static
 
 from console.app import ConsoleApp
 from console.client import DaemonClient, locate_in
@@ -72,3 +74,39 @@ async def test_an_answer_given_elsewhere_closes_the_form_in_every_console(start_
             assert "answered by bob via link" in str(olga.screen.query_one("#done", Static).content)
             await done.wait()
         host.close()
+
+
+def _allow_one_call(d: Any) -> None:
+    """A host calls the gated tool; an operator allows this host for half an hour."""
+    host = RawHost(d.url)
+    host.initialize()
+    call = threading.Thread(
+        target=lambda: host.legacy("tools/call", {"name": "fx__echo", "arguments": {"text": "hi"}}), daemon=True
+    )
+    call.start()
+    with Api(d) as api:
+        [q] = wait_until(api.open_questions, 20, "the approval")
+        content = {"decision": "allow-for-host", "minutes": 30}
+        assert api.answer(q["id"], "accept", by="olga", content=content).status_code == 200
+    call.join(15)
+    host.close()
+
+
+def _listed(app: ConsoleApp) -> list[str]:
+    return [str(o.prompt) for o in app.screen.query_one("#allowances-list", OptionList).options if o.id != "none"]
+
+
+async def test_the_console_lists_approval_allowances_and_revokes_one(start_daemon: Any, tmp_path: Path) -> None:
+    d = start_daemon({"mcpServers": {"fx": stdio_server(tmp_path, approve=["echo"])}})
+    app = ConsoleApp(DaemonClient(locate_in(d.state_dir), "olga"), bell=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: app.link == "connected", "the feed")
+        await anyio.to_thread.run_sync(_allow_one_call, d)
+        await pilot.press("A")
+        await until(
+            pilot, lambda: any("fx/echo" in p and "by operator:olga" in p for p in _listed(app)), "the allowance"
+        )
+        await pilot.press("x")
+        await until(pilot, lambda: not _listed(app), "the allowance revoked")
+        with Api(d) as api:
+            assert api.get("/v1/allowances").json()["allowances"] == []
