@@ -6,19 +6,23 @@ config reference from these models, so the two cannot drift.
 
 from __future__ import annotations
 
-import difflib
 import json
 import os
 import re
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, model_validator
 
 from ..events.kinds import EventKind
 from ..host.auth import sha256_hex
-
-TaskSupport = Literal["forbidden", "optional", "required"]
+from . import config_env, config_keys
+from .config_servers import McpxServerOptions as McpxServerOptions
+from .config_servers import ServerConfig as ServerConfig
+from .config_servers import TaskSupport as TaskSupport
+from .config_servers import ToolOverride as ToolOverride
+from .config_servers import runs_mcpx_serve as runs_mcpx_serve
 
 
 class ConfigError(Exception):
@@ -27,105 +31,6 @@ class ConfigError(Exception):
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
-
-
-class ToolOverride(_Strict):
-    taskSupport: TaskSupport | None = Field(
-        None,
-        description="What hosts are told of running the tool as a task (2025-11-25 `execution.taskSupport`;"
-        " 2026: `required` becomes a task at once, `forbidden` never). Unset: `optional`, whatever the upstream"
-        " declared: mcpx holds the task, and follows an upstream's own task where the upstream requires one.",
-    )
-    callTimeout: float | None = Field(None, gt=0, description="Seconds before a call to this tool is abandoned.")
-
-
-class McpxServerOptions(_Strict):
-    namespace: str | None = Field(
-        None, description="Prefix for this server's tools (`<namespace>__<tool>`); default: the server's key."
-    )
-    passthrough: bool = Field(
-        False, description="Expose this server's tools, prompts and resources under their own names."
-    )
-    callTimeout: float | None = Field(None, gt=0, description="Seconds before a call is abandoned (default: none).")
-    maxInFlight: int = Field(
-        1024,
-        gt=0,
-        description="Host requests this server may have in flight through mcpx at once (tool calls, reads,"
-        " prompts; a call the server runs as a task of its own counts until that task ends); one more is"
-        " refused with -32600 naming this limit, a 2025-11-25 task before it gets a handle.",
-    )
-    tools: dict[str, ToolOverride] = Field(
-        default_factory=dict, description="Per-tool overrides, keyed by the upstream's tool name."
-    )
-    approve: list[str] = Field(
-        default_factory=list,
-        description="Tools (globs of the server's own names or the names hosts see, e.g. `delete_*`) whose calls"
-        " wait for an operator's approval before they reach the server (docs/approvals.md).",
-    )
-    approveTimeoutMs: int | None = Field(
-        None, gt=0, description="How long such a call waits for an approval; unset: the top-level `approveTimeoutMs`."
-    )
-    scope: Literal["shared", "host"] = Field(
-        "shared",
-        description="`shared`: one process serves every host. `host` (stdio servers only): each host connection"
-        " gets a process of its own, started on its first call and stopped when the connection closes or idles"
-        " (`idleStopS`); a server's questions then always reach the host whose call asked, and no host sees"
-        " another's state. One more process lists the server's tools for everyone.",
-    )
-    maxInstances: int = Field(
-        16,
-        gt=0,
-        description="With `scope: host`: the most processes of this server at once. A host's first call beyond it"
-        " waits up to 10 s for one to stop, then fails with -32600 naming this limit.",
-    )
-    idleStopS: float = Field(
-        300, gt=0, description="With `scope: host`: a host's process with no call for this long is stopped."
-    )
-
-    @field_validator("namespace")
-    @classmethod
-    def _namespace_shape(cls, v: str | None) -> str | None:
-        if v is not None and not re.fullmatch(r"[A-Za-z0-9_.-]{1,64}", v):
-            raise ValueError("namespace must be 1-64 characters of letters, digits, '_', '.', '-'")
-        return v
-
-
-class ServerConfig(BaseModel):
-    """One entry of `mcpServers`: a stdio command or a Streamable HTTP URL."""
-
-    # Other hosts put their own keys here (`type`, `disabled`, ...): tolerated, but not `mcpx` typos.
-    model_config = ConfigDict(extra="allow")
-
-    command: str | None = Field(None, description="Executable to start as a stdio upstream.")
-    args: list[str] = Field(default_factory=list, description="Arguments for `command`.")
-    env: dict[str, str] = Field(default_factory=dict, description="Extra environment for `command`.")
-    cwd: str | None = Field(None, description="Working directory for `command`.")
-    url: str | None = Field(None, description="Streamable HTTP endpoint of an HTTP upstream.")
-    disabled: bool = Field(False, description="Not started (the switch other hosts' configs use).")
-    headers: dict[str, str] = Field(
-        default_factory=dict, description="Extra HTTP headers sent to `url` (e.g. Authorization)."
-    )
-    mcpx: McpxServerOptions = Field(
-        default_factory=McpxServerOptions, description="mcpx's own options for this server."
-    )
-
-    @model_validator(mode="after")
-    def _one_transport(self) -> ServerConfig:
-        if (self.command is None) == (self.url is None):
-            raise ValueError("each server needs exactly one of `command` (stdio) or `url` (HTTP)")
-        if self.url is not None and not re.match(r"https?://", self.url):
-            raise ValueError("`url` must start with http:// or https://")
-        if self.url is not None and self.mcpx.scope == "host":
-            raise ValueError("`mcpx.scope: host` starts a process per host: only for stdio servers (`command`)")
-        if self.command is not None and runs_mcpx_serve(self.command, self.args):
-            raise ValueError(
-                "this server is `mcpx serve` itself: mcpx would proxy itself (leave mcpx out of its own config)"
-            )
-        return self
-
-    @property
-    def transport(self) -> str:
-        return "stdio" if self.command is not None else "http"
 
 
 class DaemonConfig(_Strict):
@@ -368,7 +273,8 @@ class NotifyConfig(_Strict):
 
 
 class Config(BaseModel):
-    model_config = ConfigDict(extra="ignore")  # other hosts' top-level keys are not ours to judge
+    # Other hosts' top-level keys pass (config_keys.py lists them; parse_config refuses any other).
+    model_config = ConfigDict(extra="ignore")
 
     mcpServers: dict[str, ServerConfig] = Field(
         default_factory=dict, description="Upstream MCP servers, as other hosts configure them."
@@ -418,7 +324,8 @@ class Config(BaseModel):
 
     @property
     def warnings(self) -> list[str]:
-        """What was accepted but looks wrong (an unknown top-level key), for the daemon to log."""
+        """What was accepted but may not work as the file's author meant (another host's auth key mcpx
+        ignores), for the daemon to log."""
         return self._warnings
 
     @property
@@ -431,44 +338,30 @@ class Config(BaseModel):
         return None if server.mcpx.passthrough else (server.mcpx.namespace or key)
 
 
-# Top-level keys other hosts keep in the files mcpx reads (Claude Desktop, VS Code, Zed, Gemini CLI,
-# JSON schemas): tolerated without a word. Any other unknown key is named, in case it is a typo.
-FOREIGN_TOP_LEVEL = frozenset(
-    {
-        "$schema", "globalShortcut", "preferences", "servers", "inputs", "context_servers", "theme",
-        "selectedAuthType", "contextFileName", "allowMCPServers", "excludeMCPServers", "coreTools", "excludeTools",
-        "telemetry", "checkpointing", "projects",
-    }
-)  # fmt: skip
-
-
-def runs_mcpx_serve(command: str, args: list[str]) -> bool:
-    """`mcpx serve ...` or `python -m mcpx serve ...`: a config entry that is mcpx's own stdio shim."""
-    exe = Path(command).name
-    if exe == "mcpx":
-        return args[:1] == ["serve"]
-    return exe.startswith("python") and args[:3] == ["-m", "mcpx", "serve"]
-
-
-def top_level_warnings(data: dict[str, Any]) -> list[str]:
-    ours = set(Config.model_fields)
-    notes = []
-    for key in data:
-        if key in ours or key in FOREIGN_TOP_LEVEL:
-            continue
-        close = difflib.get_close_matches(key, sorted(ours), n=1, cutoff=0.75)
-        hint = f"; did you mean {close[0]!r}?" if close else ""
-        notes.append(f"unknown top-level key {key!r} ignored (not an mcpx option{hint})")
-    return notes
-
-
 def _where(loc: tuple[Any, ...]) -> str:
     return ".".join(str(p) for p in loc) or "(top level)"
 
 
-def parse_config(data: object, source: str) -> Config:
+def parse_config(
+    data: object, source: str, environ: Mapping[str, str] | None = None, base_dir: Path | None = None
+) -> Config:
+    """The config in `data` (read from `source`, named in every message), with `${VAR}`s expanded from
+    `environ` (default: this process's) and `envFile`s read relative to `base_dir`; `ConfigError`
+    lists every problem found, each with where it is."""
     if not isinstance(data, dict):
         raise ConfigError(f"{source}: the top level must be a JSON object")
+    problems = config_keys.unknown_keys(data, Config, _TOLERATED)
+    servers_problem = config_keys.servers_object_problem(data)
+    if servers_problem is not None:
+        key, message = servers_problem
+        problems = [(where, msg) for where, msg in problems if where != (key,)] + [((key,), message)]
+    servers = data.get("mcpServers")
+    if isinstance(servers, dict):
+        expanded, unset = config_env.expand_servers(servers, os.environ if environ is None else environ, base_dir)
+        problems += unset
+        data = {**data, "mcpServers": {name: _url_from_alias(entry) for name, entry in expanded.items()}}
+    if problems:
+        raise ConfigError("\n".join(f"{source}: {_where(where)}: {message}" for where, message in problems))
     try:
         config = Config.model_validate(data)
     except ValidationError as exc:
@@ -476,15 +369,30 @@ def parse_config(data: object, source: str) -> Config:
         for err in exc.errors():
             loc = tuple(p for p in err["loc"] if p not in ("function-after",))
             msg = err["msg"].removeprefix("Value error, ")  # pydantic's wrapper, noise to a reader
-            if err["type"] == "extra_forbidden":
-                msg = "unknown key (not an mcpx option)"
             lines.append(f"{source}: {_where(loc)}: {msg}")
         raise ConfigError("\n".join(lines)) from None
-    config._warnings = [f"{source}: {note}" for note in top_level_warnings(data)]
+    config._warnings = [f"{source}: {note}" for note in config_keys.ignored_auth(data.get("mcpServers"))]
     return config
 
 
-def load_config(path: Path) -> Config:
+# The models' own keys, plus those other hosts write where mcpx may find them (config_keys.py).
+_TOLERATED: dict[type[BaseModel], Mapping[str, object]] = {
+    Config: {**config_keys.TOP_LEVEL_FROM_OTHER_HOSTS, **config_keys.OTHER_HOSTS_SERVER_OBJECTS},
+    ServerConfig: config_keys.SERVER_KEYS_FROM_OTHER_HOSTS,
+}
+
+
+def _url_from_alias(entry: object) -> object:
+    """Windsurf's `serverUrl` and Gemini CLI's `httpUrl` are their names for `url`."""
+    if isinstance(entry, dict) and "url" not in entry:
+        for alias in ("serverUrl", "httpUrl"):
+            if isinstance(entry.get(alias), str):
+                return {**entry, "url": entry[alias]}
+    return entry
+
+
+def load_config(path: Path, environ: Mapping[str, str] | None = None) -> Config:
+    """Read and check the config file at `path`; `ConfigError` (one message, every problem) if it cannot be used."""
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
@@ -493,7 +401,7 @@ def load_config(path: Path) -> Config:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise ConfigError(f"{path}: not valid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from None
-    return parse_config(data, str(path))
+    return parse_config(data, str(path), environ, path.parent)
 
 
 CONFIG_SEARCH = "--config, MCPX_CONFIG, ./.mcpx.json, ./.mcp.json, $XDG_CONFIG_HOME/mcpx/config.json"
