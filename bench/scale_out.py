@@ -79,7 +79,7 @@ def _rate(tmp: Path, label: str, stores: list[dict[str, str] | None], opts: argp
             daemons.append(d.start())
         w = _Spread([d.url for d in daemons])
         run_round(w, opts.workers * 10, opts.workers)  # warm
-        _, done, _ = run_round(w, opts.tasks, opts.workers)
+        _, done, _, _ = run_round(w, opts.tasks, opts.workers)
         return float(done)
     finally:
         for d in daemons:

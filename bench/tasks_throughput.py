@@ -12,12 +12,19 @@ Three sides, each a real server with its own process, measured in interleaved ro
   (`tests/peers/fastmcp_upstream.py --concurrency 1000`; its task store is in memory).
 
 Every mcpx handle is backed by a committed SQLite row (WAL; commits batched by the store's single
-writer). Each round, `--workers` connections each create their share of the round's tasks one
-after another, then poll them until every one is terminal (a task still working goes to the back
-of the line; polls honour the server's pace). The client is the same raw HTTP client for all
-three sides; on this 2-core machine it shares the CPU with the server, the same for each side.
+writer). Two daemons run side by side, one per `store.durability`: `power-loss` (the default: each
+commit fsync'd before any handle it holds is given out) and `process-crash` (the opt-out; the
+figures before durability became the default), each with both eras. Each round, `--workers`
+connections each create their share of the round's tasks one after another, then poll them until
+every one is terminal (a task still working goes to the back of the line; polls honour the
+server's pace). The client is the same raw HTTP client for all sides; on this 2-core machine it
+shares the CPU with the servers, the same for each side.
 
-    python bench/tasks_throughput.py [--tasks 10000] [--workers 8] [--rounds 3]
+Beside tasks/s: CPU time per task, end to end (create, poll, complete), from /proc/<pid>/stat
+(utime + stime) before and after each round, for the daemon and, apart, for the stdio upstream's
+keeper and the fixture server it keeps.
+
+    python bench/tasks_throughput.py [--tasks 10000] [--workers 8] [--rounds 3] [--no-fastmcp]
 """
 
 from __future__ import annotations
@@ -25,6 +32,7 @@ from __future__ import annotations
 import argparse
 import collections
 import json
+import os
 import statistics
 import sys
 import tempfile
@@ -43,13 +51,32 @@ EXT: dict[str, Any] = {
 }
 TERMINAL = ("completed", "failed", "cancelled")
 Side = Callable[[RawHost, int], str]  # creates task number i, returns its id
+TICK = os.sysconf("SC_CLK_TCK")
+DURABILITIES = ("process-crash", "power-loss")
+
+
+def cpu_s(pid: int) -> float:
+    """The process's user + system CPU seconds so far (/proc/<pid>/stat utime, stime)."""
+    with open(f"/proc/{pid}/stat") as fh:
+        fields = fh.read().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / TICK
 
 
 class Workload:
-    """One server, one way to create a task and one way to see it through."""
+    """One server, one way to create a task and one way to see it through; `pids` are the processes
+    whose CPU is counted: the server's own first, then (mcpx) the keeper and the kept server."""
 
-    def __init__(self, name: str, url: str, legacy: bool, tool: str, args: Callable[[int], dict[str, Any]]) -> None:
+    def __init__(
+        self,
+        name: str,
+        url: str,
+        legacy: bool,
+        tool: str,
+        args: Callable[[int], dict[str, Any]],
+        pids: tuple[int, ...] = (),
+    ) -> None:
         self.name, self.url, self.legacy, self.tool, self.args = name, url, legacy, tool, args
+        self.pids = pids
 
     def host(self) -> RawHost:
         h = RawHost(self.url)
@@ -83,8 +110,13 @@ class Workload:
         return True
 
 
-def run_round(w: Workload, tasks: int, workers: int) -> tuple[float, float, int]:
-    """(created/s, created-and-collected/s, polls) for one round of `tasks` over `workers`."""
+Round = tuple[float, float, int, tuple[float, ...]]
+
+
+def run_round(w: Workload, tasks: int, workers: int) -> Round:
+    """(created/s, created-and-collected/s, polls, CPU ms per task of each of `w.pids`) for one
+    round of `tasks` over `workers`."""
+    cpu_before = [cpu_s(pid) for pid in w.pids]
     polls = [0] * workers
     errors: list[BaseException] = []
     barrier = threading.Barrier(workers + 1)
@@ -121,7 +153,17 @@ def run_round(w: Workload, tasks: int, workers: int) -> tuple[float, float, int]
     if errors:
         raise errors[0]
     n = (tasks // workers) * workers
-    return n / (max(created_at) - started), n / (time.perf_counter() - started), sum(polls)
+    done_s = time.perf_counter() - started
+    cpu_ms = tuple((cpu_s(pid) - b) * 1000 / n for pid, b in zip(w.pids, cpu_before, strict=True))
+    return n / (max(created_at) - started), n / done_s, sum(polls), cpu_ms
+
+
+def kept_pids(daemon: Daemon) -> tuple[int, ...]:
+    """The keeper and the server it keeps, of the daemon's one stdio upstream."""
+    from mcpx.upstream.stdio import keeper_wire
+
+    records = keeper_wire.all_records(daemon.state_dir / keeper_wire.FOLDER)
+    return (records[0].keeper_pid, records[0].server_pid) if records else ()
 
 
 def main() -> int:
@@ -129,6 +171,8 @@ def main() -> int:
     ap.add_argument("--tasks", type=int, default=10_000, help="tasks per side, over all rounds")
     ap.add_argument("--workers", type=int, default=8)
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--no-fastmcp", action="store_true", help="leave out the FastMCP-tasks side")
+    ap.add_argument("--wire-log", action="store_true", help="keep the harness's test-only frame log on")
     opts = ap.parse_args()
     from peers.venvs import peer_python
     from test_upstream_tasks import PeerHttp
@@ -136,47 +180,86 @@ def main() -> int:
     per_round = opts.tasks // opts.rounds
     with tempfile.TemporaryDirectory(prefix="mcpx-bench-") as folder:
         tmp = Path(folder)
-        config = {"mcpServers": {"fx": stdio_server(tmp, tools={"echo": {"taskSupport": "required"}})}}
-        daemon = Daemon(tmp, config, store=SQLITE).start()
-        fm = PeerHttp(
-            peer_python("fastmcp-tasks"), ROOT / "tests/peers/fastmcp_upstream.py", tmp, "fm", "--concurrency", "1000"
-        )
+        daemons: dict[str, Daemon] = {}
+        fm = None
         try:
-            sides = [
-                Workload("mcpx modern", daemon.url, False, "fx__echo", lambda i: {"text": str(i)}),
-                Workload("mcpx legacy", daemon.url, True, "fx__echo", lambda i: {"text": str(i)}),
-                Workload("fastmcp-tasks", fm.url, False, "slow", lambda i: {"seconds": 0, "text": str(i)}),
-            ]
+            sides: list[Workload] = []
+            for durability in DURABILITIES:
+                config = {
+                    "mcpServers": {"fx": stdio_server(tmp, tools={"echo": {"taskSupport": "required"}})},
+                    "store": {"durability": durability},
+                }
+                d = daemons[durability] = Daemon(tmp, config, store=SQLITE, name=durability)
+                if not opts.wire_log:
+                    # The harness turns on the test-only frame log (MCPX_WIRE_LOG: a file opened per
+                    # frame sent); an empty value turns it off, as in a real deployment.
+                    d.wire_log = ""  # type: ignore[assignment]  # the harness types it a Path; "" turns it off
+                d.start()
+                assert d.proc is not None
+                pids = (d.proc.pid, *kept_pids(d))
+                suffix = "" if durability == "power-loss" else f" ({durability})"
+                for era, legacy in (("modern", False), ("legacy", True)):
+                    echo = lambda i: {"text": str(i)}  # noqa: E731 - the args of task i
+                    sides.append(Workload(f"mcpx {era}{suffix}", d.url, legacy, "fx__echo", echo, pids))
+            if not opts.no_fastmcp:
+                fm = PeerHttp(
+                    peer_python("fastmcp-tasks"),
+                    ROOT / "tests/peers/fastmcp_upstream.py",
+                    tmp,
+                    "fm",
+                    "--concurrency",
+                    "1000",
+                )
+                fm_args = lambda i: {"seconds": 0, "text": str(i)}  # noqa: E731 - the args of task i
+                sides.append(Workload("fastmcp-tasks", fm.url, False, "slow", fm_args, (fm.proc.pid,)))
             for w in sides:  # warm: connections, imports, the first rows
                 run_round(w, opts.workers * 10, opts.workers)
-            rates: dict[str, list[tuple[float, float, int]]] = {w.name: [] for w in sides}
+            rates: dict[str, list[Round]] = {w.name: [] for w in sides}
             for _ in range(opts.rounds):
                 for w in sides:
                     rates[w.name].append(run_round(w, per_round, opts.workers))
         finally:
-            fm.stop()
-            daemon.stop()
-            daemon.kill_keepers()
+            if fm is not None:
+                fm.stop()
+            for d in daemons.values():
+                d.stop()
+                d.kill_keepers()
 
     def med(name: str, i: int) -> float:
-        return statistics.median(r[i] for r in rates[name])
+        return float(statistics.median(float(r[i]) for r in rates[name]))  # type: ignore[arg-type]  # i picks a number
+
+    def cpu(name: str, k: int) -> float | None:
+        ms = [r[3][k] for r in rates[name] if len(r[3]) > k]
+        return statistics.median(ms) if ms else None
 
     result: dict[str, Any] = {"bench": "tasks_throughput", "tasks_per_side": per_round * opts.rounds}
     result |= {"workers": opts.workers, "rounds": opts.rounds}
     print(f"{per_round} tasks per round x {opts.rounds} rounds per side, {opts.workers} connections, interleaved")
+    print("  CPU per task (median of rounds): the server process; mcpx also its keeper and the kept server")
     for name, rs in rates.items():
         done = [r[1] for r in rs]
+        cpus = [c for k in range(3) if (c := cpu(name, k)) is not None]
+        cpu_text = " / ".join(f"{c:.2f}" for c in cpus)
         print(
-            f"  {name:14} created {med(name, 0):6.0f}/s   created+polled+completed {med(name, 1):6.0f}/s"
-            f" (min {min(done):.0f}, max {max(done):.0f}); {statistics.median(r[2] for r in rs) / per_round:.2f} polls/task"
+            f"  {name:28} created {med(name, 0):6.0f}/s   created+polled+completed {med(name, 1):6.0f}/s"
+            f" (min {min(done):.0f}, max {max(done):.0f}); {statistics.median(r[2] for r in rs) / per_round:.2f}"
+            f" polls/task; CPU ms/task {cpu_text}"
         )
-        key = name.replace(" ", "_").replace("-", "_")
+        key = name.replace(" (", "_").replace(")", "").replace(" ", "_").replace("-", "_")
         result[key] = {"created_per_s": round(med(name, 0)), "done_per_s": round(med(name, 1))}
         result[key] |= {"done_min": round(min(done)), "done_max": round(max(done))}
-    for name in ("mcpx modern", "mcpx legacy"):
-        ratio = med(name, 1) / med("fastmcp-tasks", 1)
-        print(f"  {name} / fastmcp-tasks: {ratio:.2f}x")
-        result[name.replace(" ", "_") + "_vs_fastmcp"] = round(ratio, 2)
+        for k, label in enumerate(("cpu_ms_per_task", "keeper_cpu_ms_per_task", "server_cpu_ms_per_task")):
+            if (c := cpu(name, k)) is not None:
+                result[key][label] = round(c, 3)
+    if "fastmcp-tasks" in rates:
+        for name in ("mcpx modern", "mcpx legacy"):
+            ratio = med(name, 1) / med("fastmcp-tasks", 1)
+            print(f"  {name} / fastmcp-tasks: {ratio:.2f}x")
+            result[name.replace(" ", "_") + "_vs_fastmcp"] = round(ratio, 2)
+    for era in ("modern", "legacy"):
+        ratio = med(f"mcpx {era}", 1) / med(f"mcpx {era} (process-crash)", 1)
+        print(f"  mcpx {era}: power-loss / process-crash done/s {ratio:.2f}x")
+        result[f"mcpx_{era}_durable_vs_opt_out"] = round(ratio, 2)
     print("RESULT " + json.dumps(result))  # for bench/run_all.py
     return 0
 

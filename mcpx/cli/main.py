@@ -47,7 +47,9 @@ def cmd_daemon(args: argparse.Namespace) -> int:
         print(f"mcpx: bad config: {exc}", file=sys.stderr)
         return 2
     folder = state_dir(args.state_dir)
-    daemon = Daemon(config, path, folder, args.port)
+    from ..store import faults
+
+    daemon = Daemon(config, path, folder, args.port, before_commit=faults.from_env())
     try:
         anyio.run(daemon.run, backend_options={"use_uvloop": _has_uvloop()})
     except state_folder.AlreadyRunning as exc:

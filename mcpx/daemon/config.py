@@ -198,6 +198,13 @@ class StoreConfig(_Strict):
         " once its connection closed, a closed connection that owns no task any more, a closed question."
         " Tasks go at their TTL and events at `events.maxRows`.",
     )
+    durability: Literal["power-loss", "process-crash"] = Field(
+        "power-loss",
+        description="What an acknowledged write (a task handle, an answer, an outcome) survives: `power-loss`"
+        " has each commit on disk (fsync; SQLite `synchronous=FULL`, PostgreSQL `synchronous_commit=on`) before"
+        " anyone is answered, one commit for every write queued meanwhile; `process-crash` is faster and survives"
+        " a crash of mcpx but may lose the last writes to a crash of the machine (docs/daemon-behavior.md).",
+    )
 
 
 class AuthToken(_Strict):

@@ -43,6 +43,7 @@ from ..host.subscriptions import Hub
 from ..notify.notifier import Notifier
 from ..questions.broker import Broker
 from ..store import Store, retention
+from ..store.base import BeforeCommit
 from ..store.postgres import PostgresStore
 from ..store.sqlite import SqliteStore
 from ..tasks.active import ActiveTasks
@@ -96,7 +97,15 @@ class Daemon:
     hosts of a change, the hosts' era modules use the engine), the link is one of this class's
     small methods, passed in at construction and resolved when it is first called."""
 
-    def __init__(self, config: Config, config_path: Path | None, state_dir: Path, port: int | None = None) -> None:
+    def __init__(
+        self,
+        config: Config,
+        config_path: Path | None,
+        state_dir: Path,
+        port: int | None = None,
+        *,
+        before_commit: BeforeCommit | None = None,  # tests only (store/faults.py)
+    ) -> None:
         self.config = config
         self.config_path = config_path
         self.state_dir = state_dir
@@ -123,9 +132,16 @@ class Daemon:
                 instance=self.instance,
                 on_forward=self._forwarded,
                 on_lease_ended=self._lease_ended,
+                durability=config.store.durability,
+                before_commit=before_commit,
             )
         else:
-            store = SqliteStore(state_dir / "mcpx.db", on_commit=self.bus.publish)
+            store = SqliteStore(
+                state_dir / "mcpx.db",
+                on_commit=self.bus.publish,
+                durability=config.store.durability,
+                before_commit=before_commit,
+            )
         f = config.frames
         tasks = config.tasks
         self.engine = TaskEngine(

@@ -6,9 +6,9 @@ written in that same transaction and then published on the bus, in sequence orde
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 from ..connections.record import ConnectionRecord
 from ..events.bus import Event, StoredEvent
@@ -60,6 +60,14 @@ class Claim:
 OnForward = Callable[[str, str], None]
 # Another daemon on the store stopped cleanly (its id): its tasks are free now.
 OnLeaseEnded = Callable[[str], None]
+# What an acknowledged write survives (config `store.durability`): "power-loss" (the default) has
+# every commit on disk before its writers wake (SQLite synchronous=FULL, PostgreSQL
+# synchronous_commit=on); "process-crash" leaves the last commits to the OS (or to PostgreSQL's WAL
+# writer), which a crash of mcpx alone does not lose.
+Durability = Literal["power-loss", "process-crash"]
+# Awaited by the writer inside each batch's transaction, just before its COMMIT: raising fails the
+# whole batch, as a failed fsync does. Only tests pass one (store/faults.py).
+BeforeCommit = Callable[[], Awaitable[None]]
 
 
 class Store(Protocol):

@@ -29,7 +29,7 @@ from ..events.bus import StoredEvent
 from ..questions.question import Question, QuestionStatus
 from ..tasks.model import TERMINAL, Task
 from . import codec
-from .base import Claim, OnForward, OnLeaseEnded, Snapshot, StoreError, TaskQuery
+from .base import BeforeCommit, Claim, Durability, OnForward, OnLeaseEnded, Snapshot, StoreError, TaskQuery
 from .queue import QueuedWrites, Write, WriteQueue, WriteSql
 from .sql import EVENT_COLS, TASK_COLS, Params, connection_page, event_page, owner_page, question_page, task_page
 from .sqlite import now_ms
@@ -159,10 +159,14 @@ class PostgresStore(QueuedWrites):
         instance: str | None = None,
         on_forward: OnForward | None = None,
         on_lease_ended: OnLeaseEnded | None = None,
+        durability: Durability = "power-loss",
+        before_commit: BeforeCommit | None = None,
     ) -> None:
         """`on_forward` and `on_lease_ended` hear, through NOTIFY, what the other daemons on the
         database ask of this one's tasks and when one of them stops."""
         self.url = url
+        self.durability = durability
+        self.before_commit = before_commit  # tests only: a commit that fails or waits (store/faults.py)
         self.on_commit = on_commit  # the event bus's publish: every daemon's events, in sequence order
         self.instance = instance  # this daemon's id in `instances`; a task row it writes names it
         self.db: asyncpg.Connection | None = None  # the writer's
@@ -181,6 +185,11 @@ class PostgresStore(QueuedWrites):
     async def open(self) -> None:
         try:
             self.db = await asyncpg.connect(self.url)
+            # The writer's commits: "on" (PostgreSQL's default, set here whatever the server's or
+            # role's default says) returns only once the WAL is flushed; "off" returns before, so a
+            # crash of PostgreSQL or of the machine may lose the last moments' acknowledged writes.
+            sync = "on" if self.durability == "power-loss" else "off"
+            await self.db.execute(f"SET synchronous_commit TO {sync}")
             await self._migrate(self.db)
             self.readers = await asyncpg.create_pool(self.url, min_size=1, max_size=READERS)
             self._listener = await asyncpg.connect(self.url)
@@ -397,6 +406,8 @@ class PostgresStore(QueuedWrites):
         try:
             await self._run_writes(db, batch, alone=alone)
             await self._write_events(db, batch)
+            if self.before_commit is not None:
+                await self.before_commit()
         except asyncpg.PostgresError:
             await transaction.rollback()
             if alone:

@@ -24,7 +24,7 @@ from ..events.bus import StoredEvent
 from ..questions.question import Question, QuestionStatus
 from ..tasks.model import TERMINAL, Task
 from . import codec
-from .base import Claim, Snapshot, StoreError, TaskQuery
+from .base import BeforeCommit, Claim, Durability, Snapshot, StoreError, TaskQuery
 from .queue import BATCH_MAX, QueuedWrites, Write, WriteQueue, WriteSql
 from .sql import TASK_COLS, Params, connection_page, event_page, owner_page, question_page, task_page
 
@@ -99,9 +99,18 @@ _WRITES = WriteSql(
 
 
 class SqliteStore(QueuedWrites):
-    def __init__(self, path: Path, on_commit: Callable[[list[StoredEvent]], None] | None = None) -> None:
+    def __init__(
+        self,
+        path: Path,
+        on_commit: Callable[[list[StoredEvent]], None] | None = None,
+        *,
+        durability: Durability = "power-loss",
+        before_commit: BeforeCommit | None = None,
+    ) -> None:
         self.path = path
         self.on_commit = on_commit  # the event bus's publish, called after each commit, in order
+        self.durability = durability
+        self.before_commit = before_commit  # tests only: a commit that fails or waits (store/faults.py)
         self.db: aiosqlite.Connection | None = None  # the writer's
         self.reader: aiosqlite.Connection | None = None
         self._queue = WriteQueue()
@@ -116,7 +125,11 @@ class SqliteStore(QueuedWrites):
         self.path.chmod(0o600)  # a file from an older mcpx (0644)
         self.db = await aiosqlite.connect(self.path, isolation_level=None)  # transactions are ours
         await self.db.execute("PRAGMA journal_mode=WAL")
-        await self.db.execute("PRAGMA synchronous=NORMAL")  # WAL + NORMAL: durable across process crashes
+        # WAL + FULL: each COMMIT fsyncs the WAL before it returns, so a handle given out after it
+        # survives a power loss; one commit (and one fsync) holds every write queued meanwhile.
+        # WAL + NORMAL (the opt-out) syncs only at checkpoints: safe from a crash of mcpx, not of the OS.
+        sync = "FULL" if self.durability == "power-loss" else "NORMAL"
+        await self.db.execute(f"PRAGMA synchronous={sync}")
         await self._migrate(self.db)
         self.reader = await aiosqlite.connect(self.path, isolation_level=None)
         self._queue.open()
@@ -196,6 +209,8 @@ class SqliteStore(QueuedWrites):
                     await db.execute("RELEASE w")
                     write.error, write.stored = exc, []
                     log.error("store write failed: %s", exc)
+            if self.before_commit is not None:
+                await self.before_commit()
             await db.execute("COMMIT")
             published = [e for w in batch for e in w.stored]
         except Exception as exc:  # noqa: BLE001 - whatever failed the commit, every waiter must learn it
