@@ -175,6 +175,9 @@ def test_demo_runs_end_to_end() -> None:
     assert out.returncode == 0, out.stderr
     assert "hello from a modern host" in out.stdout and "hello from a legacy host" in out.stdout
     assert out.stdout.count("liftoff") == 2
+    # The demo brings its own upstream: no "no config file found ... serving with no upstreams", no
+    # keeper "went away" at its clean stop; at its default level (warning) a clean run says nothing.
+    assert out.stderr == "", out.stderr
 
 
 def test_a_stop_answers_running_calls_with_an_error_not_a_bare_http_500(start_daemon: Any, tmp_path: Path) -> None:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import logging
 import os
 import sys
 from pathlib import Path
@@ -19,6 +18,7 @@ from .allowance_commands import add_allowances_parser
 from .autostart import ensure_daemon
 from .console_command import add_console_parser
 from .daemon_client import EXIT_NOT_RUNNING, EXIT_OK, Api, CliError, running_daemon
+from .log_setup import add_log_options, setup_logging
 from .operator_commands import add_audit_parser, add_stop_parser, add_tasks_parser
 from .question_commands import add_questions_parser
 from .text_format import status_text
@@ -36,11 +36,7 @@ def _load(args: argparse.Namespace) -> tuple[Config, Path | None]:
 def cmd_daemon(args: argparse.Namespace) -> int:
     from ..daemon.root import Daemon
 
-    logging.basicConfig(
-        level=logging.DEBUG if args.verbose else logging.INFO,
-        format="%(asctime)s %(name)s %(levelname)s %(message)s",
-        stream=sys.stderr,
-    )
+    setup_logging("debug" if args.verbose else args.log_level, args.log_format)
     try:
         config, path = _load(args)
     except ConfigError as exc:
@@ -105,6 +101,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 def cmd_demo(args: argparse.Namespace) -> int:
     from ..demo.run_once import run_demo
 
+    setup_logging(args.log_level, args.log_format)
     return run_demo(once=args.once, port=args.port)
 
 
@@ -135,7 +132,8 @@ def build_parser() -> argparse.ArgumentParser:
     d = sub.add_parser("daemon", help="run the gateway daemon in the foreground")
     common(d)
     d.add_argument("--port", type=int, help="listen port on 127.0.0.1 (0 = pick a free one)")
-    d.add_argument("-v", "--verbose", action="store_true")
+    d.add_argument("-v", "--verbose", action="store_true", help="the same as --log-level debug")
+    add_log_options(d)
     d.set_defaults(func=cmd_daemon)
 
     s = sub.add_parser("status", help="report the running daemon", epilog=STATUS_EPILOG)
@@ -156,6 +154,7 @@ def build_parser() -> argparse.ArgumentParser:
     dm = sub.add_parser("demo", help="run the daemon with a bundled example upstream and call it as a host")
     dm.add_argument("--once", action="store_true", help="exit after the demo calls instead of serving on")
     dm.add_argument("--port", type=int, default=0)
+    add_log_options(dm, default_level="warning")
     dm.set_defaults(func=cmd_demo)
 
     cr = sub.add_parser("config-reference", help="print the config reference (Markdown)")

@@ -300,7 +300,7 @@ class Daemon:
 
     def _say_what_the_config_did(self) -> None:
         """A config that starts nothing, or ignores a key, is said out loud, never silently served."""
-        if self.config_path is None:
+        if self.config_path is None and not self.config.mcpServers:  # `mcpx demo` brings its own upstreams
             log.warning("no config file found (searched: %s): serving with no upstreams", CONFIG_SEARCH)
         for note in self.config.warnings:
             log.warning("%s", note)
@@ -344,6 +344,7 @@ class Daemon:
                 uvicorn.Config(
                     app,
                     log_level="warning",
+                    log_config=None,  # uvicorn's records go through the daemon's handler (text or JSON)
                     lifespan="off",
                     timeout_graceful_shutdown=GRACEFUL_S,
                     ws_max_size=64 * 1024 * 1024,

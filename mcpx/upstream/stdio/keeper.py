@@ -155,8 +155,9 @@ class Keeper:
         if not await _relay_lines(self.proc.stdout, self._from_server):
             log.warning("%s wrote a line over %d bytes; stopping it", self.spec.server, wire.MAX_LINE)
         code = await self.proc.wait()
-        await self._to_daemon(wire.encode(wire.control("exit", code=code)), hold=False)
-        self.finish("exited")
+        told = await self._to_daemon(wire.encode(wire.control("exit", code=code)), hold=False)
+        # A daemon that heard the exit handles it now; only an unheard one is left for the next daemon.
+        self.finish("exited, the daemon told" if told else "exited")
 
     async def _from_server(self, line: bytes) -> None:
         try:
@@ -192,7 +193,8 @@ class Keeper:
 
     async def _to_daemon(
         self, line: bytes, asked: str | None = None, *, reply: wire.Id | None = None, hold: bool = True
-    ) -> None:
+    ) -> bool:
+        """Send `line` to the connected daemon, else hold it (`hold`); True when a daemon got it."""
         async with self._conn_lock:
             conn = self.conn
             if conn is not None:
@@ -204,18 +206,19 @@ class Keeper:
                         self.asked[asked] = line
                         if len(self.asked) > MAX_OUTSTANDING:
                             del self.asked[next(iter(self.asked))]
-                    return
+                    return True
                 except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
                     self._dropped(conn)
             if not hold:
-                return
+                return False
             if self.backlog_bytes + len(line) > self.spec.buffer_bytes:
                 self.lost += 1
                 if self.lost == 1:
                     log.warning("%s: no daemon and %d bytes held; dropping lines", self.spec.server, self.backlog_bytes)
-                return
+                return False
             self.backlog.append((line, asked, reply))
             self.backlog_bytes += len(line)
+            return False
 
     # ---- daemon side ---------------------------------------------------------------------
     async def _accept(self, listener: SocketListener) -> None:

@@ -76,6 +76,7 @@ class KeeperTransport:
         self._keeper_pid: int | None = None
         self._keeper_proc: Process | None = None  # when this daemon started it
         self._write_lock = anyio.Lock()
+        self._stopping = False  # close() was asked: the keeper's socket ending is expected, not news
 
     @property
     def returncode(self) -> int | None:
@@ -112,7 +113,10 @@ class KeeperTransport:
                         continue
                     await feed(msg, None)
             except (anyio.EndOfStream, anyio.IncompleteRead, anyio.BrokenResourceError, anyio.ClosedResourceError):
-                log.warning("upstream %s: its keeper went away", self.name)
+                if self._stopping:
+                    log.debug("upstream %s: its keeper's socket closed as asked", self.name)
+                else:
+                    log.warning("upstream %s: its keeper went away", self.name)
             except anyio.DelimiterNotFound:
                 log.warning("upstream %s: a line over %d bytes; reconnecting", self.name, wire.MAX_LINE)
         finally:
@@ -243,6 +247,7 @@ class KeeperTransport:
 
     async def close(self) -> None:
         """Stop the keeper and its server, unless this daemon leaves them running (`detach`)."""
+        self._stopping = True
         with anyio.CancelScope(shield=True):
             stream, self._stream = self._stream, None
             if not self.detach and stream is not None and self._returncode is None:
