@@ -18,6 +18,7 @@ from .allowance_commands import add_allowances_parser
 from .autostart import ensure_daemon
 from .console_command import add_console_parser
 from .daemon_client import EXIT_NOT_RUNNING, EXIT_OK, Api, CliError, running_daemon
+from .install_host import add_install_host_parser
 from .log_setup import add_log_options, setup_logging
 from .operator_commands import add_audit_parser, add_stop_parser, add_tasks_parser
 from .question_commands import add_questions_parser
@@ -146,6 +147,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_audit_parser(sub)
     add_allowances_parser(sub)
     add_console_parser(sub)
+    add_install_host_parser(sub)
 
     sv = sub.add_parser("serve", help="stdio MCP server for hosts that spawn processes (relays to the daemon)")
     common(sv)
