@@ -71,6 +71,7 @@ class QuestionForm(Vertical):
     QuestionForm { height: auto; }
     QuestionForm #title { text-style: bold; }
     QuestionForm #warning { color: $warning; }
+    QuestionForm #why { color: $text-muted; text-style: italic; }
     QuestionForm .label { margin-top: 1; }
     QuestionForm .help { color: $text-muted; }
     QuestionForm .error { color: $error; display: none; }
@@ -92,6 +93,8 @@ class QuestionForm(Vertical):
         spec = self.spec
         yield Static(self.title, id="title", markup=False)
         yield Static(spec.warning, id="warning", markup=False)
+        if self.question.get("why"):  # who it was put to and why, the daemon's line
+            yield Static(str(self.question["why"]), id="why", markup=False)
         if spec.message:
             yield Static(spec.message, id="message", markup=False)
         yield Static(spec.problem or "", id="top-error", classes="error", markup=False)

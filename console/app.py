@@ -25,6 +25,7 @@ from .commands import ConsoleCommands
 from .heap import HeapKeeper
 from .screens import AllowancesScreen, ConfirmScreen, HelpScreen, QueueScreen
 from .state import STATUSES, Changes, ConsoleState, Question
+from .views.switching import ViewsApp
 from .widgets.detail import DetailPane
 from .widgets.hosts import HostsPane
 from .widgets.tasks import SORTS, TasksTable
@@ -35,7 +36,7 @@ HOSTS_S = 1.0  # the hosts pane's counts are repainted at most this often (new o
 RECONNECT_MAX_S = 5.0
 
 
-class ConsoleApp(App[None]):
+class ConsoleApp(ViewsApp):
     CSS_PATH = "console.tcss"
     TITLE = "mcpx console"
     COMMANDS = App.COMMANDS | {ConsoleCommands}
@@ -142,6 +143,7 @@ class ConsoleApp(App[None]):
         if message.get("type") == "event":
             self._arrivals.append(time.monotonic())
         self._pending.merge(self.state.apply(message))
+        self.event_log.apply(message)
 
     def _open(self) -> bool:
         """Not closing: while the app closes, its timers and workers can run after its widgets went."""

@@ -40,3 +40,18 @@ class Backend(Protocol):
         """The approval allowances in force (`GET /v1/allowances`, docs/approvals.md)."""
 
     async def revoke_allowance(self, allowance_id: str) -> None: ...
+
+    # ---- the views (console/views/) ----------------------------------------------------------
+    async def upstreams(self) -> list[JsonObject]:
+        """The upstream servers as `GET /v1/status` lists them."""
+
+    async def upstream_stderr(self, name: str, tail: int) -> JsonObject:
+        """`GET /v1/upstreams/{name}/stderr`: its stderr log's last lines."""
+
+    async def restart_upstream(self, name: str) -> None: ...
+
+    async def connection(self, connection_id: str) -> JsonObject:
+        """`GET /v1/connections/{id}`: a host connection, what it negotiated included."""
+
+    async def events(self, since: int, limit: int) -> list[JsonObject]:
+        """`GET /v1/events`: the event log after `since`, oldest first."""

@@ -11,6 +11,7 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import cast
+from urllib.parse import quote
 
 import anyio
 import httpx
@@ -134,6 +135,26 @@ class DaemonClient:
 
     async def revoke_allowance(self, allowance_id: str) -> None:
         await self._call("DELETE", f"/v1/allowances/{allowance_id}")
+
+    # ---- the views (console/views/) ----------------------------------------------------------
+    async def upstreams(self) -> list[JsonObject]:
+        result: list[JsonObject] = (await self._call("GET", "/v1/status"))["upstreams"]
+        return result
+
+    async def upstream_stderr(self, name: str, tail: int) -> JsonObject:
+        result: JsonObject = await self._call("GET", f"/v1/upstreams/{quote(name, safe='')}/stderr?tail={tail}")
+        return result
+
+    async def restart_upstream(self, name: str) -> None:
+        await self._call("POST", f"/v1/upstreams/{quote(name, safe='')}/restart", json={"by": self.operator})
+
+    async def connection(self, connection_id: str) -> JsonObject:
+        result: JsonObject = await self._call("GET", f"/v1/connections/{quote(connection_id, safe='')}")
+        return result
+
+    async def events(self, since: int, limit: int) -> list[JsonObject]:
+        result: list[JsonObject] = (await self._call("GET", f"/v1/events?since={since}&limit={limit}"))["events"]
+        return result
 
     # ---- the feed --------------------------------------------------------------------------
     async def feed(self, since: int | None, snapshot_tasks: int = 20_000) -> AsyncIterator[FeedMessage]:

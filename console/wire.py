@@ -51,6 +51,7 @@ class TaskDetail(TypedDict):
     upstream: str
     era: str
     upstreamTaskId: str | None
+    why: NotRequired[str | None]  # why it is a row and who holds it (the daemon's line)
     createdMs: int
     ttlMs: int | None
     pollIntervalMs: int

@@ -73,6 +73,8 @@ def test_a_gated_call_waits_runs_once_allowed_and_the_audit_names_the_approver(
         assert _echoes_upstream(tmp_path) == []  # waiting: not run yet
         row = api.get(f"/v1/tasks/{q['taskId']}").json()
         assert (row["kind"], row["tool"]) == ("call", "echo")  # shown as a waiting call
+        assert q["why"] == "waiting for an operator: approval gate `echo`", q  # the daemon's why, on both
+        assert row["why"] == "listed: waiting for an operator: approval gate `echo`", row
         assert api.answer(q["id"], "accept", by="olga", content={"decision": "allow"}).status_code == 200
         box["thread"].join(10)
         assert box["frame"]["result"]["content"][0]["text"] == "ship it"
@@ -148,6 +150,9 @@ def test_a_task_waits_for_its_approval_saying_so(start_daemon: Any, tmp_path: Pa
     with Api(d) as api:
         q = _approval(api)
         assert q["taskId"] == tid
+        # The fixture's echo declares no taskSupport: mcpx holds the task, the upstream sees a plain call.
+        why = api.get(f"/v1/tasks/{tid}").json()["why"]
+        assert why == "a task held by mcpx: fx has no taskSupport for echo, so it gets a plain call", why
         waiting = wait_until(lambda: host.legacy("tasks/get", {"taskId": tid}).json()["result"].get("statusMessage"))
         assert "waiting for an operator" in waiting
         assert api.answer(q["id"], "accept", by="olga", content={"decision": "allow"}).status_code == 200

@@ -106,6 +106,12 @@ def test_with_two_hosts_calls_in_flight_the_question_is_an_operators_listing_bot
             assert q["hostCanAnswer"] is False and q["connectionId"] is None and q["method"] == "elicitation/create"
             callers = {(c["connectionId"], c["name"]) for c in q["candidates"]}
             conns = {c["id"]: c for c in api.get("/v1/connections").json()["connections"]}
+            # The why line, from the daemon: unattributable, naming the hosts whose calls were in flight.
+            hosts_shown = [conns[c["connectionId"]]["label"] or "pytest-raw 0" for c in q["candidates"]]
+            assert q["why"] in (
+                f"waiting for an operator: 2 calls were in flight on this stdio server (hosts {', '.join(names)})"
+                for names in (hosts_shown, hosts_shown[::-1])
+            ), q["why"]
             assert {name for _, name in callers} == {"demo__watch", "demo__confirm"} and len(callers) == 2
             assert {cid for cid, _ in callers} <= set(conns) and len({cid for cid, _ in callers}) == 2
             shown = subprocess.run(
@@ -139,6 +145,31 @@ def test_with_only_one_hosts_calls_in_flight_that_host_is_asked(start_daemon: An
     with Api(d) as api:
         [q] = api.history()
         assert q["answeredBy"].startswith("host:") and q["candidates"] == []
+        assert q["why"] == "asked of the host (it declared elicitation)"
+
+
+def test_a_host_without_elicitation_leaves_the_question_to_the_attached_operator_saying_why(
+    start_daemon: Any,
+) -> None:
+    d = start_daemon({"mcpServers": {"demo": DEMO}})
+    feed = operator_attached(d, "olga")
+    try:
+        host = RawHost(d.url)
+        host.initialize(capabilities={})  # no elicitation declared
+        confirming = StreamedCall(host, "demo__confirm", {"question": "Ship it?"})
+        with Api(d) as api:
+            [q] = wait_until(api.open_questions, 20, "the operator's question")
+            assert q["why"] == "waiting for an operator: the host did not declare elicitation", q
+            assert q["hostCanAnswer"] is False and q["candidates"] == []
+            # The plain call is listed for it, saying why (the demo asks after a second).
+            row = api.get(f"/v1/tasks/{q['taskId']}").json()
+            assert row["kind"] == "call" and row["why"] == "listed: ran longer than 500 ms", row
+            answer = {"action": "accept", "content": {"ok": True}, "by": "olga"}
+            assert api.post(f"/v1/questions/{q['id']}/answer", json=answer).status_code == 200
+        assert confirming.result()["result"]["content"][0]["text"] == "Ship it? — yes"
+        assert confirming.asked() == []
+    finally:
+        feed.close()
 
 
 def test_with_no_operator_attached_the_server_is_told_why_at_once(start_daemon: Any) -> None:

@@ -34,6 +34,8 @@ def overview(task: TaskDetail, host_label: str) -> RenderableType:
     facts.add_row("host", f"{host_label} ({task.get('connectionId') or '?'}, {task.get('owner')})")
     what = "call: the host waits for its answer, it holds no task" if call else "task"
     facts.add_row("tool", f"{task.get('tool')} on {task.get('upstream')} ({task.get('era')} {what})")
+    if task.get("why"):
+        facts.add_row("why", Text(str(task.get("why")), style="italic"))
     if task.get("upstreamTaskId"):
         facts.add_row("upstream task", task["upstreamTaskId"])
     facts.add_row("age", age(task["createdMs"]))

@@ -52,6 +52,9 @@ class TaskCreated(_Data):
     createdMs: int = Field(description="When the task was created, in milliseconds since the epoch.")
     ttlMs: int | None
     pollIntervalMs: int
+    why: str | None = Field(
+        None, description="Why it is a row and who holds it, in one line (absent from older events)."
+    )
 
 
 class TaskStatusChanged(_Data):

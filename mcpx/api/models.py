@@ -44,6 +44,23 @@ class UpstreamStatus(BaseModel):
     logPath: str | None = Field(None, description="Where its stderr is written (stdio).")
 
 
+class UpstreamStderr(BaseModel):
+    name: str
+    lines: list[str] = Field(
+        description="Its stderr log's last lines, oldest first; each start is marked by a `--- mcpx: started` line."
+    )
+    logPath: str | None = Field(description="Where its stderr is written (null for an HTTP upstream: no stderr).")
+    state: str
+    exitCode: int | None = Field(description="How its last process ended.")
+
+
+class UpstreamRestart(BaseModel):
+    name: str
+    state: str = Field(description="Its state just after the restart was asked (it comes back as `ready`).")
+    restarts: int
+    by: str = Field(description="Who asked: operator:<name>.")
+
+
 class Subscriber(BaseModel):
     operator: str | None
     queued: int = Field(description="Live events waiting to be sent to it (bounded).")
@@ -108,6 +125,11 @@ class ConnectionRecord(BaseModel):
         description="What an operator tells it apart by: an explicit label (MCPX_HOST_LABEL, the"
         " X-Mcpx-Host-Label header), else the host's process (`claude in ~/src/api`) where mcpx"
         " can see it; null otherwise (then clientInfo and peer say who it is)."
+    )
+    capabilities: Json = Field(
+        default_factory=dict,
+        description="The client capabilities it declared at initialize (2025-11-25 sessions and shims; a 2026"
+        " host declares them per request). Its extensions are under `extensions`.",
     )
 
 
@@ -181,6 +203,11 @@ class TaskSummary(BaseModel):
     pollIntervalMs: int
     upstreamTaskId: str | None
     needsInput: bool
+    why: str | None = Field(
+        None,
+        description="Why it is a row and who holds it, in one line: e.g. `listed: ran longer than 500 ms`,"
+        " `a task held by mcpx: <upstream> has no taskSupport for <tool>, so it gets a plain call`.",
+    )
 
 
 class TaskDetail(TaskSummary):
@@ -232,6 +259,12 @@ class Question(BaseModel):
         description="A question no one call can be tied to (a shared stdio server, calls of several hosts"
         " in flight) is an operator's alone: these are the calls that may have asked it, each"
         " {connectionId, taskId, method, name}. Empty otherwise."
+    )
+    why: str | None = Field(
+        None,
+        description="Who it was put to and why, in one line: `asked of the host (it declared elicitation)`,"
+        " `waiting for an operator: the host did not declare elicitation`, `waiting for an operator: 2 calls"
+        " were in flight on this stdio server (hosts A, B)`, `waiting for an operator: approval gate `deploy``.",
     )
 
 

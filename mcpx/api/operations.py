@@ -80,6 +80,7 @@ def task_summary(task: Task, needs_input: bool) -> dict[str, Any]:
         "pollIntervalMs": task.poll_ms,
         "upstreamTaskId": task.upstream_task_id,
         "needsInput": needs_input or task.status == INPUT_REQUIRED,
+        "why": task.why,
     }
 
 

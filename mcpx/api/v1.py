@@ -22,7 +22,8 @@ from .. import __version__
 from ..events.bus import EventKind
 from ..protocol.errors import LimitReached
 from ..questions.question import AnswerError, QuestionStatus
-from . import models
+from ..upstream.pool import UpstreamServer
+from . import models, upstream_routes
 from .operations import CURSOR_PATTERN, Conflict, NotFound, Operations, Unavailable
 from .origin import origin_allowed
 
@@ -48,7 +49,13 @@ _bearer = HTTPBearer(auto_error=False, description="The token in the daemon's st
 StatusFn = Callable[[], Awaitable[dict[str, Any]]]
 
 
-def build(ops: Operations, token: str, status: StatusFn, allowed_origins: list[str]) -> FastAPI:
+def build(
+    ops: Operations,
+    token: str,
+    status: StatusFn,
+    allowed_origins: list[str],
+    upstreams: dict[str, UpstreamServer] | None = None,
+) -> FastAPI:
     async def guard(
         request: Request, credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)]
     ) -> None:
@@ -261,6 +268,8 @@ def build(ops: Operations, token: str, status: StatusFn, allowed_origins: list[s
         except Conflict as exc:
             raise HTTPException(409, str(exc)) from None
         return {"url": url, "expiresMs": expires}
+
+    upstream_routes.add_routes(app, upstreams or {}, by_of)
 
     @app.get("/v1/events", response_model=models.EventPage, summary="The event log (the audit log)")
     async def list_events(

@@ -103,6 +103,8 @@ def task_detail(task: Json) -> str:
         f"expires    {stamp(task.get('expiresMs'))}" + (f" (ttl {ttl // 1000} s)" if ttl else ""),
         f"poll       every {task['pollIntervalMs']} ms",
     ]
+    if task.get("why"):
+        lines.append(f"why        {task['why']}")
     if task.get("upstreamTaskId"):
         lines.append(f"upstream task  {task['upstreamTaskId']}")
     if task.get("result") is not None:
@@ -269,6 +271,8 @@ def question_detail(q: Json) -> str:
         f"host       {'can' if q.get('hostCanAnswer') else 'cannot'} answer it",
         f"asks       {question_asks(q)}",
     ]
+    if q.get("why"):
+        lines.insert(6, f"why        {q['why']}")
     candidates = q.get("candidates") or []
     if candidates:  # no one call could be tied to it: an operator's alone
         lines.append(f"asked by   one of {len(candidates)} calls in flight (mcpx cannot tell which):")

@@ -25,10 +25,19 @@ class ConnectionRecord:
     closed_ms: int | None = None
     close_reason: str | None = None
     label: str | None = None  # what an operator tells it apart by (connections/naming.py)
+    capabilities: dict[str, Any] = field(default_factory=dict)  # what it declared (2025: at initialize)
 
     @property
     def open(self) -> bool:
         return self.closed_ms is None
+
+    @property
+    def shown_as(self) -> str:
+        """A short name for one line: its label, else its client's name and version, else its id."""
+        if self.label:
+            return self.label
+        info = " ".join(str(self.client_info[k]) for k in ("name", "version") if self.client_info.get(k))
+        return info or f"connection {self.id[:8]}"
 
     def wire(self) -> dict[str, Any]:
         return {
@@ -45,4 +54,5 @@ class ConnectionRecord:
             "closedMs": self.closed_ms,
             "closeReason": self.close_reason,
             "label": self.label,
+            "capabilities": self.capabilities,
         }

@@ -99,12 +99,19 @@ class ConnectionRegistry:
             self.by_key[record.key] = record.id
         return record
 
-    async def update(self, record_id: str, *, revision: str | None, client_info: dict[str, Any]) -> None:
-        """What a stdio connection learns at initialize: its revision and clientInfo."""
+    async def update(
+        self,
+        record_id: str,
+        *,
+        revision: str | None,
+        client_info: dict[str, Any],
+        capabilities: dict[str, Any] | None = None,
+    ) -> None:
+        """What a stdio connection learns at initialize: its revision, clientInfo and capabilities."""
         record = self.live.get(record_id)
         if record is None:
             return
-        record = replace(record, revision=revision, client_info=client_info)
+        record = replace(record, revision=revision, client_info=client_info, capabilities=capabilities or {})
         self.live[record_id] = record
         await self.store.put_connection(record, [Event("connection.updated", record.wire(), connection_id=record_id)])
 

@@ -41,6 +41,7 @@ from ..host.router import HostRouter
 from ..host.shim_endpoint import ShimEndpoint
 from ..host.subscriptions import Hub
 from ..notify.notifier import Notifier
+from ..questions import routing
 from ..questions.broker import Broker
 from ..store import Store, retention
 from ..store.base import BeforeCommit
@@ -236,6 +237,10 @@ class Daemon:
     ) -> dict[str, Any]:
         """A question a shared server asked while calls of several hosts were in flight: an operator's."""
         clean = {k: v for k, v in params.items() if k != "_meta"}
+        hosts: list[str] = []
+        for cid in dict.fromkeys(c.get("connectionId") for c in candidates):
+            record = self.registry.get(cid) if isinstance(cid, str) else None
+            hosts.append(record.shown_as if record is not None else str(cid or "unknown"))
         return await self.broker.ask(
             upstream=upstream,
             method=method,
@@ -244,6 +249,7 @@ class Daemon:
             connection=None,
             host_ask=None,
             candidates=candidates,
+            why=routing.unattributable(len(candidates), hosts),
         )
 
     async def _on_resource_updated(self, server: UpstreamServer, uri: str) -> None:
@@ -339,7 +345,7 @@ class Daemon:
                 ]
             )
             # Everything else is /v1's (FastAPI): its own 404s and errors are JSON, like the rest of it.
-            app.router.default = v1.build(self.operations, token, self.status, origins)
+            app.router.default = v1.build(self.operations, token, self.status, origins, self.pool.servers)
             server = _Server(
                 uvicorn.Config(
                     app,

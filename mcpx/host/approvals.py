@@ -19,6 +19,7 @@ from typing import Any
 
 from ..daemon.config import Config
 from ..protocol.ids import opaque_id
+from ..questions import routing
 from ..store import Store
 from ..upstream.pool import UpstreamServer
 from .asking import Asker
@@ -115,9 +116,13 @@ class Approvals:
         self.clock = clock
         self._allowances: dict[str, Allowance] = {}
 
-    def gates(self, server: UpstreamServer, tool: str) -> bool:
+    def gate(self, server: UpstreamServer, tool: str) -> str | None:
+        """The first approval glob that holds this tool (its own name or the one hosts see), or None."""
         exposed = server.naming.name_out(tool)
-        return gated([*self.config.approve, *server.cfg.mcpx.approve], (tool, exposed))
+        for pattern in [*self.config.approve, *server.cfg.mcpx.approve]:
+            if gated([pattern], (tool, exposed)):
+                return pattern
+        return None
 
     def allowances(self) -> list[Allowance]:
         now = int(self.clock() * 1000)
@@ -138,7 +143,8 @@ class Approvals:
     async def check(self, ctx: RequestContext, server: UpstreamServer, params: dict[str, Any]) -> str | None:
         """None when the call may go on; else what its host is told (the call is not run)."""
         tool = str(params.get("name"))
-        if "requestState" in params or not self.gates(server, tool):
+        gate = None if "requestState" in params else self.gate(server, tool)
+        if gate is None:
             return None  # (a later MRTR round of a call already approved carries mcpx's signed state)
         connection = ctx.conn.record_id
         if self._allowed(connection, server.key, tool):
@@ -153,6 +159,7 @@ class Approvals:
             question_params(host or f"connection {connection}", exposed, server.key, params.get("arguments") or {}),
             timeout_s,
             qid,
+            routing.approval_gate(gate),
         )
         asked = await self.store.get_question(qid)
         answered_by = asked.answered_by if asked is not None else None

@@ -15,6 +15,7 @@ import anyio
 from ..protocol import jsonrpc
 from ..protocol.errors import InternalError, MissingClientCapability, UpstreamError
 from ..protocol.legacy_tasks import related_meta
+from ..questions import routing
 from ..questions.broker import Broker, HostAsk, OnWaiting
 from ..questions.question import Question
 from ..tasks.engine import TaskEngine, current_run
@@ -80,10 +81,11 @@ class Asker:
             connection=ctx.conn.record_id,
             host_ask=host_ask,
             on_waiting=self._tell_waiting(ctx),
+            why=_why(ctx, capability, host_ask),
         )
 
     async def ask_operator(
-        self, ctx: RequestContext, upstream: str, params: dict[str, Any], expiry_s: float, qid: str
+        self, ctx: RequestContext, upstream: str, params: dict[str, Any], expiry_s: float, qid: str, why: str
     ) -> dict[str, Any]:
         """A question for operators alone (an approval: never the host's to answer about its own
         call), waiting for one however long `expiry_s` is, attached or not. Shown with the call's
@@ -91,7 +93,7 @@ class Asker:
         run = current_run()
         task_id = ctx.task_id or (run.task_id if run is not None else None)  # (a new task's ctx learns it later)
         if task_id is None and ctx.plain is not None:
-            task_id = await ctx.plain.row()
+            task_id = await ctx.plain.row(f"listed: {why}")  # e.g. listed: waiting for an operator: approval gate
         return await self.broker.ask(
             upstream=upstream,
             method="elicitation/create",
@@ -103,6 +105,7 @@ class Asker:
             qid=qid,
             expiry_s=expiry_s,
             wait_always=True,
+            why=why,
         )
 
     def _legacy_host_ask(
@@ -184,3 +187,12 @@ class Asker:
                 await ctx.notify(jsonrpc.notification("notifications/progress", params))
 
         return tell
+
+
+def _why(ctx: RequestContext, capability: str | None, host_ask: HostAsk | None) -> str:
+    """Who the question is put to, and why, as the era's rules above decided it."""
+    if host_ask is not None:
+        return routing.asked_of_host(capability, in_task=ctx.era == "modern" and ctx.task_id is not None)
+    if capability is not None and capability in ctx.client_caps:
+        return routing.host_unreachable()
+    return routing.host_lacks(capability)

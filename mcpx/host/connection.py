@@ -113,6 +113,7 @@ class HostConnection:
             shim_pid=self.shim_pid,
             key=key,
             label=self.label,
+            capabilities=self.client_caps,
         )
 
 

@@ -17,6 +17,7 @@ from ..upstream.pool import Route, UpstreamServer
 from .connection import RequestContext
 from .task_host import TaskHost
 from .task_streams import TaskStreams
+from .task_why import task_why
 
 
 def owner_key(ctx: RequestContext) -> str:
@@ -77,6 +78,7 @@ class LegacyTasks:
                 poll_ms=cfg.pollIntervalMs,
                 call=call,
                 anchor_wait_s=ANCHOR_WAIT_S,
+                why=task_why(server, route.name),
             )
         except StoreError as exc:
             raise InternalError(f"could not create the task: {exc}") from None

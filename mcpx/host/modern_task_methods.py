@@ -23,6 +23,7 @@ from ..upstream.pool import Route, UpstreamServer
 from .connection import RequestContext, Send
 from .parking import PARK_LINGER_S, Park, park_of, wait_for
 from .task_host import TaskHost
+from .task_why import task_why
 from .upstream_call import retry_params
 
 
@@ -171,6 +172,7 @@ class ModernTasks:
             era="modern",
             ttl_ms=cfg.ttlMs,
             poll_ms=cfg.pollIntervalMs,
+            why=task_why(server, route.name),
         )
         detached.notify = None
         try:

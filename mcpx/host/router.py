@@ -96,7 +96,9 @@ class HostRouter:
 
     async def initialized(self, conn: HostConnection) -> None:
         """A stdio connection learnt its revision and client at initialize: the record too."""
-        await self.registry.update(conn.record_id, revision=conn.revision, client_info=conn.client_info)
+        await self.registry.update(
+            conn.record_id, revision=conn.revision, client_info=conn.client_info, capabilities=conn.client_caps
+        )
 
     # ---- contexts ------------------------------------------------------------------------
     def modern_context(self, conn: HostConnection, params: dict[str, Any], notify: Send | None) -> RequestContext:

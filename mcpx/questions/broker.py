@@ -133,12 +133,14 @@ class Broker:
         candidates: list[dict[str, Any]] | None = None,
         expiry_s: float | None = None,
         wait_always: bool = False,
+        why: str | None = None,
     ) -> dict[str, Any]:
         """Open a question and return the first answer: the host's (if it can be asked), an
         operator's, or the expiry default. Raises what the upstream should get as an error.
         `candidates`: the calls that may have asked it, when it could not be tied to one.
         `expiry_s` overrides the configured expiry; `wait_always` waits for an operator whether
-        or not one is attached (an approval may wait for hours; it never fails closed at once)."""
+        or not one is attached (an approval may wait for hours; it never fails closed at once).
+        `why`: the one line saying who it was put to and why (questions/routing.py)."""
         expiry = self.expiry_s if expiry_s is None else expiry_s
         if self._closed is not None:
             raise InternalError(f"question not asked: {self._closed}")
@@ -155,6 +157,7 @@ class Broker:
             connection=connection,
             host_can_answer=host_ask is not None,
             candidates=list(candidates or []),
+            why=why,
         )
         waiting = _Waiting(q)
         self._open[q.id] = waiting

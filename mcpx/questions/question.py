@@ -48,6 +48,8 @@ class Question:
     # When it could not be tied to one call (a shared stdio server, calls of several hosts in flight):
     # every call that may have asked it, for the operator it goes to (session.Caller.wire).
     candidates: list[dict[str, Any]] = field(default_factory=list)
+    # Who was asked and why, in one line (questions/routing.py words it where the route is chosen).
+    why: str | None = None
 
     @property
     def kind(self) -> QuestionKind:
@@ -76,6 +78,7 @@ class Question:
             "closedMs": self.closed_ms,
             "reason": self.reason,
             "candidates": self.candidates,
+            "why": self.why,
         }
         return out
 

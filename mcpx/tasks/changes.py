@@ -27,6 +27,7 @@ def created(task: Task, by: str | None) -> Event:
             "createdMs": task.created_ms,
             "ttlMs": task.ttl_ms,
             "pollIntervalMs": task.poll_ms,
+            "why": task.why,
         },
         task_id=task.id,
         connection_id=task.connection,

@@ -350,6 +350,7 @@ class TaskEngine:
         call: Call,
         by: str | None = None,
         anchor_wait_s: float = 0.0,
+        why: str | None = None,
     ) -> Task:
         """The row is committed before this returns; only then does the work start. With
         `anchor_wait_s`, it also waits (that long at most) until a restarted daemon could carry the
@@ -364,6 +365,7 @@ class TaskEngine:
             era=era,
             ttl_ms=ttl_ms,
             poll_ms=poll_ms,
+            why=why,
         )
         self.active.reserve(owner, task.id)
         try:
@@ -390,10 +392,23 @@ class TaskEngine:
         era: Era,
         ttl_ms: int | None,
         poll_ms: int,
+        why: str | None = None,
     ) -> Task:
         t = now_ms()
         return Task(
-            new_task_id(), WORKING, t, t, ttl_ms, poll_ms, owner, upstream, tool, arguments, era, connection=connection
+            new_task_id(),
+            WORKING,
+            t,
+            t,
+            ttl_ms,
+            poll_ms,
+            owner,
+            upstream,
+            tool,
+            arguments,
+            era,
+            connection=connection,
+            why=why,
         )
 
     def begin(self, era: Era, call: Callable[[], Awaitable[dict[str, Any]]]) -> Run:

@@ -64,6 +64,7 @@ class Task:
     # Outstanding questions while input_required, by a key unique for the task's whole life.
     input_requests: dict[str, Any] = field(default_factory=dict)
     kind: Kind = "task"
+    why: str | None = None  # why it is a row and who holds it, in one line (tasks/why.py)
 
     @property
     def terminal(self) -> bool:

@@ -23,6 +23,7 @@ from ..protocol.errors import INTERNAL_ERROR, UpstreamUnavailable
 from ..protocol.revisions import Era
 from .engine import Outcome, TaskEngine, now_ms, outcome_of_error, outcome_of_result
 from .model import CANCELLED, FAILED, WORKING, Task, new_task_id
+from .why import asked_a_question, ran_long
 
 log = logging.getLogger("mcpx.calls")
 
@@ -68,9 +69,10 @@ class LiveCall:
         self._told_ms = 0
         self._calls = calls
 
-    async def row(self) -> str | None:
-        """The call's row id, written now if it has none yet (e.g. a question is being asked)."""
-        return await self._calls.list_now(self)
+    async def row(self, why: str | None = None) -> str | None:
+        """The call's row id, written now if it has none yet (e.g. a question is being asked);
+        `why` says why it is listed (tasks/why.py; default: it asked a question)."""
+        return await self._calls.list_now(self, why or asked_a_question())
 
     def progress(self, params: dict[str, Any]) -> None:
         """The upstream's progress: the row's status message (rate-limited)."""
@@ -159,7 +161,7 @@ class PlainCalls:
         if live.row_id is not None:
             await self.engine.finish_call(live.row_id, outcome)
 
-    async def list_now(self, live: LiveCall) -> str | None:
+    async def list_now(self, live: LiveCall, why: str) -> str | None:
         if live.written is not None:
             await live.written.wait()
             return live.row_id
@@ -180,6 +182,7 @@ class PlainCalls:
             status_message=live.message,
             connection=info.connection,
             kind="call",
+            why=why,
         )
         try:
             await self.engine.open_call(row, live.scope, by=f"host:{info.connection}")
@@ -210,4 +213,4 @@ class PlainCalls:
                 await anyio.sleep(wait_ms / 1000)
                 continue
             del self._unlisted[key]
-            await self.list_now(oldest)
+            await self.list_now(oldest, ran_long(self.show_after_ms))

@@ -147,6 +147,8 @@ class UpstreamServer:
         # When its last host request ended, on time.monotonic (a `scope: host` process idles out);
         # not on `clock`, which is the restart loop's alone.
         self.last_used = time.monotonic()
+        self._restart_asked: str | None = None  # who asked for a restart now (an operator), until it begins
+        self._backoff_scope: anyio.CancelScope | None = None  # the wait before the next start
 
     def sibling(self, instance: str) -> UpstreamServer:
         """Another process of this server for one host alone (`scope: host`): never kept across a
@@ -216,6 +218,24 @@ class UpstreamServer:
             return []
         return latest_run_lines(text, lines)
 
+    def stderr_log(self, lines: int, max_bytes: int = 512 * 1024) -> list[str]:
+        """The log's last `lines` non-blank lines across starts (each start's mark line included),
+        for an operator tailing it; [] for an HTTP server or before anything was written."""
+        path = self.log_path
+        if path is None:
+            return []
+        try:
+            with open(path, "rb") as fh:
+                fh.seek(0, 2)
+                size = fh.tell()
+                fh.seek(max(0, size - max_bytes))
+                text = fh.read().decode("utf-8", errors="replace")
+        except OSError:
+            return []
+        if size > max_bytes:
+            text = text.partition("\n")[2]  # the first line read may be cut
+        return [line for line in text.splitlines() if line.strip()][-lines:]
+
     @property
     def _stopping(self) -> bool:
         return self._stop.is_set()
@@ -232,7 +252,14 @@ class UpstreamServer:
             if self._stop.is_set():
                 break
             self.state = "restarting"
-            await self._sleep(backoff.delay(self._clock() - started_at))
+            delay = backoff.delay(self._clock() - started_at)
+            if self._restart_asked is None:
+                with anyio.CancelScope() as self._backoff_scope:
+                    await self._sleep(delay)
+                self._backoff_scope = None
+            if self._restart_asked is not None:  # asked for: at once, and the backoff starts over
+                log.info("upstream %s restarted by %s", self.key, self._restart_asked)
+                self._restart_asked, backoff = None, RestartBackoff()
             self.restarts += 1
 
     async def _run_once(self) -> None:
@@ -524,6 +551,17 @@ class UpstreamServer:
             detail = f": {self.last_error}" if self.last_error else ""
             raise UpstreamUnavailable(f"upstream {self.key!r} is not available ({self.state}){detail}")
         return self.session
+
+    async def restart(self, by: str) -> None:
+        """An operator's restart: its process (or connection) is closed and started again at once,
+        also when it is down and waiting out its backoff."""
+        if self._stopping:
+            return
+        self._restart_asked = by
+        if self._backoff_scope is not None:
+            self._backoff_scope.cancel()
+        elif self._transport is not None:
+            await self._transport.close()
 
     async def stop(self) -> None:
         self._stop.set()

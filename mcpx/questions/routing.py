@@ -1,0 +1,28 @@
+"""The one line that says who a question was put to and why, worded where the route is chosen
+(host/asking.py, the approval gate, a shared stdio server's unattributable request). Pure."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+
+def asked_of_host(capability: str | None, *, in_task: bool = False) -> str:
+    where = " as one of its task's input requests" if in_task else ""
+    return f"asked of the host{where} (it declared {capability or 'the capability'})"
+
+
+def host_lacks(capability: str | None) -> str:
+    return f"waiting for an operator: the host did not declare {capability or 'the capability'}"
+
+
+def host_unreachable() -> str:
+    return "waiting for an operator: the host's request has no stream left to ask it on"
+
+
+def approval_gate(gate: str) -> str:
+    return f"waiting for an operator: approval gate `{gate}`"
+
+
+def unattributable(calls: int, hosts: Sequence[str]) -> str:
+    named = f" (hosts {', '.join(hosts)})" if hosts else ""
+    return f"waiting for an operator: {calls} calls were in flight on this stdio server{named}"
