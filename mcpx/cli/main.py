@@ -22,6 +22,7 @@ from .install_host import add_install_host_parser
 from .log_setup import add_log_options, setup_logging
 from .operator_commands import add_audit_parser, add_stop_parser, add_tasks_parser
 from .question_commands import add_questions_parser
+from .reload_command import add_reload_parser
 from .text_format import status_text
 
 __all__ = ["build_parser", "main", "running_daemon"]
@@ -94,9 +95,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from .serve import relay
 
     folder = state_dir(args.state_dir)
-    info = ensure_daemon(args, folder)
-    token = state_folder.api_token(folder)
-    return anyio.run(relay, int(info["port"]), token)
+    ensure_daemon(args, folder)
+    return relay(folder)
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
@@ -146,6 +146,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_questions_parser(sub)
     add_audit_parser(sub)
     add_allowances_parser(sub)
+    add_reload_parser(sub)
     add_console_parser(sub)
     add_install_host_parser(sub)
 
@@ -182,6 +183,7 @@ operator commands (over the daemon's /v1 API, with the token of the state folder
   mcpx questions ls|show|answer     questions upstreams ask (elicitation, sampling, roots)
   mcpx audit                        the event log: who created, cancelled, answered what
   mcpx stop                         stop the running daemon
+  mcpx reload                       read the config file again (as SIGHUP does)
   mcpx console [--demo]             the operator console (live tasks, answers, cancel)
 Every one takes --state-dir; most take --json. See docs/cli.md.
 

@@ -24,7 +24,7 @@ from starlette.applications import Starlette
 from starlette.routing import Route, WebSocketRoute
 
 from .. import __version__
-from ..api import v1
+from ..api import config_routes, v1
 from ..api.answer_page import AnswerPage
 from ..api.feed import FeedEndpoint
 from ..api.models import DaemonPhase
@@ -39,8 +39,11 @@ from ..host.http.endpoint import McpEndpoint
 from ..host.http.sessions import HttpHosts
 from ..host.router import HostRouter
 from ..host.shim_endpoint import ShimEndpoint
+from ..host.shim_unix import ShimSocket
+from ..host.shim_ws import ShimWebsocket
 from ..host.subscriptions import Hub
 from ..notify.notifier import Notifier
+from ..protocol.errors import McpError
 from ..questions import routing
 from ..questions.broker import Broker
 from ..store import Store, retention
@@ -51,12 +54,17 @@ from ..tasks.active import ActiveTasks
 from ..tasks.engine import TaskEngine
 from ..tasks.frame_log import FrameLog
 from ..tasks.model import Task
+from ..telemetry import tracing
+from ..telemetry.metrics import Metrics
+from ..telemetry.metrics_endpoint import MetricsEndpoint
 from ..upstream import carry_on
 from ..upstream.host_scoped import HostInstances
 from ..upstream.http import session_record
 from ..upstream.pool import UpstreamPool, UpstreamServer
-from . import state_folder
+from ..upstream.reconfigure import Reconfigurer
+from . import config_watch, state_folder
 from .config import CONFIG_SEARCH, Config
+from .reloader import Reloader
 
 log = logging.getLogger("mcpx.daemon")
 GRACEFUL_S = 3
@@ -123,6 +131,14 @@ class Daemon:
         )
         self.hub = Hub()
         self.bus = EventBus()
+        # Prometheus metrics (docs/telemetry.md): this daemon's own registry, told through constructors.
+        self.metrics = Metrics(
+            route_of=self._route_of,
+            upstreams=self._upstream_rows,
+            feed_subscribers=self._feed_subscribers,
+            tool_labels=config.metrics.toolLabels,
+        )
+        self.tracing = False  # whether run() turned traces on (telemetry/tracing.py)
         store: Store
         self.instance: str | None = None
         if config.store.url:
@@ -130,6 +146,7 @@ class Daemon:
             store = PostgresStore(
                 config.store.url,
                 on_commit=self.bus.publish,
+                commit_timer=self.metrics.observe_commit,
                 instance=self.instance,
                 on_forward=self._forwarded,
                 on_lease_ended=self._lease_ended,
@@ -140,6 +157,7 @@ class Daemon:
             store = SqliteStore(
                 state_dir / "mcpx.db",
                 on_commit=self.bus.publish,
+                commit_timer=self.metrics.observe_commit,
                 durability=config.store.durability,
                 before_commit=before_commit,
             )
@@ -160,6 +178,10 @@ class Daemon:
             calls_keep_ms=tasks.ttlMs,
         )
         self.instances = HostInstances()  # `scope: host` servers' processes, one per host connection
+        # Reloading the config (SIGHUP, the file changing, POST /v1/config/reload) changes the servers;
+        # a leaving server's calls may keep it up to tasks.ttlMs (no task outlives that).
+        self.reconfigurer = Reconfigurer(self.pool, self.instances, self.hub.list_changed, config.tasks.ttlMs / 1000)
+        self.reloader = Reloader(config_path, config, self.reconfigurer.apply, store.append)
         self.registry = ConnectionRegistry(
             store,
             config.connections.idleCloseS,
@@ -183,6 +205,7 @@ class Daemon:
             self.registry,
             rate=config.connections.maxRequestsPerSecond,
             burst=config.connections.requestBurst,
+            on_tool_call=self.metrics.observe_call,
         )
         tokens = TokenTable((t.digest, t.principal) for t in (config.auth.tokens if config.auth else []))
         self.http_hosts = HttpHosts(self.router, store, check_principal=tokens.enabled)
@@ -208,6 +231,7 @@ class Daemon:
         self.phase: DaemonPhase = "starting"
         self.url: str | None = None
         self._server: _Server | None = None
+        self._shim_socket: ShimSocket | None = None
 
     # ---- links between parts that need each other (see the class docstring) ----------------
     async def _task_changed(self, task: Task) -> None:
@@ -258,8 +282,28 @@ class Daemon:
     def _feed(self, token: str, origins: list[str]) -> FeedEndpoint:
         ev = self.config.events
         return FeedEndpoint(
-            self.engine.store, self.bus, token, origins, queue_max=ev.subscriberQueue, heartbeat_s=ev.heartbeatS
+            self.engine.store,
+            self.bus,
+            token,
+            origins,
+            queue_max=ev.subscriberQueue,
+            heartbeat_s=ev.heartbeatS,
+            on_gap=self.metrics.feed_gaps.inc,
         )
+
+    def _route_of(self, exposed: object) -> tuple[str, str] | None:
+        """The upstream and its own name behind a tool name a host called (metrics' labels)."""
+        try:
+            route = self.pool.resolve(exposed)
+        except McpError:
+            return None
+        return route.server, route.name
+
+    def _upstream_rows(self) -> list[tuple[str, str, int]]:
+        return [(s.key, s.state, s.restarts) for s in self.pool.servers.values()]
+
+    def _feed_subscribers(self) -> int:
+        return sum(1 for s in self.bus.subscribers if not s.internal)
 
     def stop(self) -> None:
         """Begin the graceful shutdown, as SIGTERM would."""
@@ -302,6 +346,7 @@ class Daemon:
             "instance": self.instance,
             "frames": self.engine.frames.usage(),
             "notify": self.notifier.status(),
+            "lastReload": self.reloader.last.wire() if self.reloader.last is not None else None,
         }
 
     def _say_what_the_config_did(self) -> None:
@@ -319,8 +364,13 @@ class Daemon:
     async def run(self, ready: Callable[[int], None] | None = None) -> None:
         state_folder.prepare(self.state_dir)
         lock = state_folder.acquire_lock(self.state_dir)
+        shims = ShimEndpoint(self.router)
+        shim_socket = self._shim_socket = ShimSocket(shims, self.state_dir)
         try:
             token = state_folder.api_token(self.state_dir)
+            self.tracing = tracing.start(self.config.traces, __version__)
+            # Bound now, so a shim reconnecting across a restart waits in its backlog; served below.
+            await shim_socket.listen()
             # proto=IPPROTO_TCP: asyncio sets TCP_NODELAY on accepted sockets only when proto says TCP.
             sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -333,6 +383,12 @@ class Daemon:
             app = Starlette(
                 routes=[
                     Route("/mcp", self.endpoint),
+                    Route(
+                        "/metrics",
+                        MetricsEndpoint(
+                            self.metrics.registry, token, public=self.config.metrics.public, allowed_origins=origins
+                        ),
+                    ),
                     # The answer links' page: the link is its own credential (api/answer_page.py).
                     Route(
                         "/answer/{token}",
@@ -340,12 +396,14 @@ class Daemon:
                         methods=["GET", "POST"],
                     ),
                     # A bound method, so Starlette hands it a WebSocket (an instance would be taken as raw ASGI).
-                    WebSocketRoute("/v1/stdio", ShimEndpoint(self.router, token).__call__),
+                    WebSocketRoute("/v1/stdio", ShimWebsocket(shims, token).__call__),
                     WebSocketRoute("/v1/events", self._feed(token, origins).__call__),
                 ]
             )
             # Everything else is /v1's (FastAPI): its own 404s and errors are JSON, like the rest of it.
-            app.router.default = v1.build(self.operations, token, self.status, origins, self.pool.servers)
+            api = v1.build(self.operations, token, self.status, origins, self.pool.servers)
+            config_routes.add_routes(api, self.reloader.reload)  # `mcpx reload`
+            app.router.default = api
             server = _Server(
                 uvicorn.Config(
                     app,
@@ -360,6 +418,7 @@ class Daemon:
             self._server = server
             async with anyio.create_task_group() as tg:
                 await tg.start(self.notifier.run)  # subscribed before anything below makes an event
+                await tg.start(self.metrics.tap, self.bus)  # likewise: counts tasks and questions
                 self.router.run_under(tg)
                 await self.engine.start(tg)
                 tg.start_soon(self.dispatcher.calls.plain.sweep)  # lists hosts' long plain calls
@@ -373,6 +432,10 @@ class Daemon:
                 tg.start_soon(self.registry.run)
                 await self.pool.run(tg)
                 await self.instances.run(tg)
+                self.reconfigurer.run(tg)
+                if self.config_path is not None:
+                    self.reloader.note_current()
+                    tg.start_soon(config_watch.watch, self.config_path, self.reloader.file_changed)
                 tg.start_soon(self._signals, server)
                 # Serve once every upstream had its (bounded) chance to start, so the capabilities
                 # a host is given at initialize/discover already include what the upstreams offer.
@@ -388,6 +451,7 @@ class Daemon:
                         "started": self.started,
                     },
                 )
+                await shim_socket.serve()
                 self.phase = "serving"
                 log.info("mcpx %s serving on http://127.0.0.1:%d/mcp", __version__, port)
                 self._say_what_the_config_did()
@@ -404,10 +468,16 @@ class Daemon:
                 await self.engine.close(hand_over=not self.pool.detached)
                 self.phase = "stopping upstreams"
                 await self.instances.aclose()
+                await self.reconfigurer.aclose()  # servers a reload removed, still draining
                 await self.pool.aclose()
                 tg.cancel_scope.cancel()
             self.phase = "stopped"
         finally:
+            with anyio.CancelScope(shield=True):
+                await shim_socket.aclose()
+            if self.tracing:
+                with anyio.CancelScope(shield=True):
+                    await tracing.stop()  # exports the spans still batched
             state_folder.remove_info(self.state_dir)
             lock.close()
 
@@ -426,10 +496,18 @@ class Daemon:
         cut = self.router.cut_all("the mcpx daemon is stopping; the call was cut")
         if cut:
             log.info("draining: %d running request(s) answered with an error", cut)
+        with anyio.move_on_after(1):  # the cut calls end, their replies queued for their hosts
+            while cut and self.router.running:  # noqa: ASYNC110 - no event for this; once, at a stop
+                await anyio.sleep(0.01)
+        if self._shim_socket is not None:  # shims get those replies, then see their socket end
+            await self._shim_socket.aclose()
 
     async def _signals(self, server: _Server) -> None:
-        with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM, signal.SIGUSR1) as signals:
+        with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM, signal.SIGUSR1, signal.SIGHUP) as signals:
             async for sig in signals:
+                if sig == signal.SIGHUP:  # `kill -HUP`: read the config again (as `mcpx reload` asks)
+                    await self.reloader.reload("signal", "mcpx")
+                    continue
                 if sig == signal.SIGUSR1:  # `mcpx stop --keep-upstreams`: an upgrade or a planned restart
                     log.info("signal SIGUSR1: shutting down, leaving the stdio upstreams to the next daemon")
                     self.pool.detach()

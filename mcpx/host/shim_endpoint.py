@@ -1,16 +1,19 @@
-"""The daemon's side of `mcpx serve`: one websocket = one stdio host connection, lines both ways."""
+"""The daemon's side of `mcpx serve`: one shim connection = one stdio host connection, frames both ways.
+
+What a shim connection does is the same whatever carries its frames; the carriers are thin
+variants beside this module: `shim_unix.py` (a Unix socket in the state folder, one JSON line per
+frame: what `mcpx serve` uses) and `shim_ws.py` (the `/v1/stdio` websocket: the fallback for a
+shim that finds no socket). Each builds the HostConnection from what its transport tells about the
+shim (who it is, where it runs) and hands it here with a ShimChannel.
+"""
 
 from __future__ import annotations
 
-import json
 import logging
-from typing import Any
+from typing import Any, Protocol
 
 import anyio
-from anyio.abc import TaskGroup
-from starlette.websockets import WebSocket, WebSocketDisconnect
 
-from ..connections import naming
 from ..protocol import jsonrpc
 from ..protocol.errors import McpError
 from ..protocol.revisions import LEGACY_LATEST, MODERN, is_modern
@@ -21,31 +24,37 @@ from .router import Call, HostRouter, emit
 
 log = logging.getLogger("mcpx.host")
 
+DISCONNECTED = "the mcpx serve process disconnected"
+FLUSH_S = 1.0  # at the end of a connection, how long its queued frames may take to go out
+
+
+class ShimChannel(Protocol):
+    """One shim's frames, as its transport carries them."""
+
+    async def receive(self) -> bytes | str | None:
+        """The next frame from the shim (one JSON-RPC message), or None once it is gone."""
+        ...
+
+    async def send(self, frame: dict[str, Any]) -> None:
+        """Write one frame to the shim (the writer task is the only caller)."""
+        ...
+
+    async def close(self, reason: str) -> None:
+        """End the connection from our side (a slow consumer), telling the shim why where it can."""
+        ...
+
 
 class ShimEndpoint:
-    def __init__(self, router: HostRouter, token: str) -> None:
+    def __init__(self, router: HostRouter) -> None:
         self.router = router
-        self.token = token
 
-    async def __call__(self, ws: WebSocket) -> None:
-        auth = ws.headers.get("authorization", "")
-        if auth != f"Bearer {self.token}":
-            await ws.close(code=4401, reason="mcpx API token required")
-            return
-        await ws.accept()
-        peer = f"{ws.client.host}:{ws.client.port}" if ws.client else None
-        conn = HostConnection("stdio", peer=peer)
-        pid = ws.headers.get("x-mcpx-shim-pid", "")
-        conn.shim_pid = int(pid) if pid.isdigit() else None
-        conn.label = naming.from_header(ws.headers.get(naming.LABEL_HEADER) or ws.headers.get(naming.PROCESS_HEADER))
+    async def serve(self, conn: HostConnection, channel: ShimChannel) -> None:
+        """Serve one shim until it goes (or falls too far behind)."""
         # Everything for this host goes through one bounded channel with its own writer: an upstream
         # reader relaying progress, or a task change, never waits for a shim that stopped reading.
         slow = anyio.Event()
         out = Outbound(f"{conn.record_id} (mcpx serve)", on_slow=lambda _why: slow.set())
         write = out.send
-
-        async def send_text(frame: dict[str, Any]) -> None:
-            await ws.send_text(json.dumps(frame, separators=(",", ":"), ensure_ascii=False))
 
         async def notify(frame: dict[str, Any]) -> None:
             emit(conn.revision or MODERN, frame.get("method"), frame)
@@ -55,34 +64,38 @@ class ShimEndpoint:
         await self.router.open(conn, "shim")
         try:
             async with anyio.create_task_group() as tg:
-                tg.start_soon(self._writer, out, send_text)
+                written = anyio.Event()  # the writer ended: at the end item, or the socket failed
+                tg.start_soon(self._writer, out, channel.send, written)
                 tg.start_soon(_end_when, slow, tg.cancel_scope)
-                while True:
-                    try:
-                        text = await ws.receive_text()
-                    except (WebSocketDisconnect, RuntimeError):
-                        break
-                    await self._line(conn, text, write, notify, tg)
+                while (frame := await channel.receive()) is not None:
+                    await self._frame(conn, frame, write, notify, out)
+                # What is queued still goes out if it can (the daemon stopping: the cut calls'
+                # replies); to a shim that is gone the first write fails and ends the writer.
+                out.send_nowait(None)
+                with anyio.move_on_after(FLUSH_S):
+                    await written.wait()
                 tg.cancel_scope.cancel()  # stop waiting; the calls themselves run on in the router
         finally:
             out.close()
             with anyio.CancelScope(shield=True):
                 if out.slow is not None:
                     with anyio.move_on_after(1):
-                        await ws.close(code=1008, reason=out.slow[:120])
+                        await channel.close(out.slow)
                 try:
-                    await self.router.close(conn, out.slow or "the mcpx serve process disconnected")
+                    await self.router.close(conn, out.slow or DISCONNECTED)
                 except StoreError as exc:
                     log.warning("shim %s: could not record its end: %s", conn.record_id, exc)
 
-    async def _writer(self, out: Outbound, send_text: Send) -> None:
+    async def _writer(self, out: Outbound, send: Send, written: anyio.Event) -> None:
         try:
-            await out.drain(send_text)
+            await out.drain(send)
         except Exception as exc:  # noqa: BLE001 - the socket closed, however: what was queued is undeliverable
             log.debug("shim writer %s stopped: %s", out.name, exc)
             out.close()
+        finally:
+            written.set()
 
-    async def _line(self, conn: HostConnection, text: str, write: Send, notify: Send, tg: TaskGroup) -> None:
+    async def _frame(self, conn: HostConnection, text: bytes | str, write: Send, notify: Send, out: Outbound) -> None:
         try:
             msg = jsonrpc.parse(text)
         except McpError as exc:
@@ -114,12 +127,14 @@ class ShimEndpoint:
             await write(emit(ctx.revision, msg.method, jsonrpc.error_from(msg.id, refused)))
             return
         call = self.router.start(ctx, msg)
-        tg.start_soon(self._deliver, call, write)
+        # The reply is queued when the call ends (a hook, not a task per call). A shim gone
+        # meanwhile loses only this reply: its Outbound is closed, and a task stays collectable.
+        call.when_done(lambda: _deliver(call, out))
 
-    async def _deliver(self, call: Call, write: Send) -> None:
-        await call.done.wait()
-        if call.frame is not None:
-            await write(call.frame)  # queued; a shim gone meanwhile loses only this reply (a task stays collectable)
+
+def _deliver(call: Call, out: Outbound) -> None:
+    if call.frame is not None:
+        out.send_nowait(call.frame)
 
 
 async def _end_when(slow: anyio.Event, scope: anyio.CancelScope) -> None:
