@@ -32,13 +32,13 @@ def test_the_shim_socket_is_0600_in_a_0700_folder(start_daemon: Any, tmp_path: P
 class _Shim:
     """`mcpx serve` with its stdout read in a thread, replies matched by id."""
 
-    def __init__(self, state_dir: Path) -> None:
+    def __init__(self, state_dir: Path, transport: str = "unix") -> None:
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "mcpx", "serve", "--state-dir", str(state_dir)],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
-            env={**os.environ, "PYTHONPATH": str(ROOT), "MCPX_SHIM_TRANSPORT": "unix"},
+            env={**os.environ, "PYTHONPATH": str(ROOT), "MCPX_SHIM_TRANSPORT": transport},
         )
         self.lines: Queue[dict[str, Any]] = Queue()
         assert self.proc.stdout is not None
@@ -107,3 +107,20 @@ def test_a_shim_reconnects_after_a_daemon_restart_and_its_2025_session_goes_on(
         err = shim.close()
     assert "the daemon closed the connection" in err and "reconnected to the daemon" in err, err
     assert shim.lines.empty(), "the replayed initialize's reply reached the host"
+
+
+def test_a_shim_told_to_use_the_websocket_still_relays(start_daemon: Any, tmp_path: Path) -> None:
+    """The fallback carrier (a daemon without a socket, e.g. an older one after an upgrade)."""
+    d = start_daemon({"mcpServers": {"fx": stdio_server(tmp_path)}})
+    shim = _Shim(d.state_dir, transport="ws")
+    try:
+        init = shim.request(
+            1,
+            "initialize",
+            {"protocolVersion": LEGACY, "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}},
+        )
+        assert init["result"]["protocolVersion"] == LEGACY, init
+        assert _echo(shim, 2, "over ws")["result"]["content"][0]["text"] == "over ws"
+    finally:
+        err = shim.close()
+    assert "cannot reach" not in err, err
