@@ -122,14 +122,12 @@ class Keeper:
         finally:
             with anyio.CancelScope(shield=True):
                 await listener.aclose()
-                _unlink(sock_name)
                 await stop_group(self.proc, self.spec.server)
                 exit_code = self.proc.returncode
-                if self.why == "exited":
+                unheard = self.why == "exited"
+                if unheard:
                     record.exit_code = exit_code  # the next daemon says how the server ended
-                    record.write(self.folder)
-                else:
-                    _unlink(wire.record_path(self.folder, self.spec.server))
+                wire.leave_record(self.folder, record, heard=not unheard)
         log.info("keeper for %s ends (%s; server code %s)", self.spec.server, self.why, exit_code)
 
     async def _signals(self) -> None:

@@ -111,6 +111,26 @@ class Record:
             return None
 
 
+def leave_record(folder: Path, record: Record, heard: bool) -> None:
+    """A keeper's last word on its record and socket. An exit no daemon heard stays recorded (with its
+    code) for the next daemon; otherwise both go. Only while the files are still this run's: a daemon that
+    heard the exit may already have started the next keeper, whose files these now are."""
+    current = Record.read(folder, record.server)
+    if current is not None and current.run_id != record.run_id:
+        return
+    try:
+        socket_path(folder, record.server).unlink()
+    except FileNotFoundError:
+        pass
+    if not heard:
+        record.write(folder)
+        return
+    try:
+        record_path(folder, record.server).unlink()
+    except FileNotFoundError:
+        pass
+
+
 def record_path(folder: Path, server: str) -> Path:
     return folder / f"{stem(server)}.json"
 
