@@ -24,6 +24,7 @@ class Host:
     project: str | None  # the file for --scope project, relative to the current folder
     user: str  # the file for --scope user, relative to the home folder ("" = by platform)
     typed: bool  # the entry carries `type` (stdio / http)
+    takes_url: bool = True  # Claude Desktop's file has stdio servers only (remote ones are added in its UI)
 
 
 HOSTS: dict[str, Host] = {
@@ -31,7 +32,7 @@ HOSTS: dict[str, Host] = {
     "cursor": Host("mcpServers", ".cursor/mcp.json", ".cursor/mcp.json", typed=False),
     "vscode": Host("servers", ".vscode/mcp.json", "", typed=True),
     "codex": Host("mcp_servers", ".codex/config.toml", ".codex/config.toml", typed=False),
-    "claude-desktop": Host("mcpServers", None, "", typed=False),
+    "claude-desktop": Host("mcpServers", None, "", typed=False, takes_url=False),
 }
 
 
@@ -117,6 +118,9 @@ def install(host: str, path: Path, entry: dict[str, Any]) -> str:
 
 def cmd_install_host(args: argparse.Namespace) -> int:
     spec = HOSTS[args.host]
+    if args.http and not spec.takes_url:
+        print(f"mcpx: {args.host}'s config file takes stdio servers only; leave out --http", file=sys.stderr)
+        return 2
     entry = entry_for(args.host, args.http, args.port)
     if args.print:
         if args.host == "codex":

@@ -78,3 +78,9 @@ def test_user_scope_uses_the_hosts_file_under_home(
     assert "mcpx" in json.loads((tmp_path / ".cursor" / "mcp.json").read_text())["mcpServers"]
     run(capsys, "codex", "--scope", "user")
     assert "mcpx" in tomllib.loads((tmp_path / ".codex" / "config.toml").read_text())["mcp_servers"]
+
+
+def test_claude_desktop_is_not_given_a_url_it_cannot_read(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "claude_desktop_config.json"
+    assert main(["install-host", "claude-desktop", "--http", "--file", str(path)]) == 2
+    assert "stdio servers only" in capsys.readouterr().err and not path.exists()
