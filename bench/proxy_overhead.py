@@ -104,9 +104,10 @@ class SdkUpstream:
 class SdkClient:
     """bench/sdk_client.py in the peer venv: connected once, then `run N` per round."""
 
-    def __init__(self, py: Path, url: str, mode: str, tool: str, clients: int) -> None:
-        cmd = [str(py), str(BENCH / "sdk_client.py"), "--url", url, "--mode", mode, "--tool", tool]
-        cmd += ["--clients", str(clients)]
+    def __init__(self, py: Path, url: str, mode: str, tool: str, clients: int, argv: list[str] | None = None) -> None:
+        cmd = [str(py), str(BENCH / "sdk_client.py"), "--mode", mode, "--tool", tool, "--clients", str(clients)]
+        # argv: a stdio server the SDK spawns itself (as IDE hosts do) instead of the URL
+        cmd += ["--env", f"PYTHONPATH={ROOT}", "--", *argv] if argv else ["--url", url]
         self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
         hello = json.loads(self._line())
         self.revision = hello["protocolVersion"]
@@ -310,8 +311,8 @@ def main() -> int:
     closers: list[Any] = []
     with tempfile.TemporaryDirectory(prefix="mcpx-proxy-bench-") as folder:
         tmp = Path(folder)
-        py = peer_python("mcp-2.3") if "sdk" in only else None
-        sdk_up = SdkUpstream(py, tmp) if py else None
+        py = peer_python("mcp-2.3") if "sdk" in only or "stdio" in only else None
+        sdk_up = SdkUpstream(py, tmp) if py and "sdk" in only else None
         fixture = FixtureHttp(tmp)
         servers: dict[str, Any] = {"fx": {"url": fixture.url}, "fxs": stdio_server(tmp, name="fxs")}
         if sdk_up:
@@ -367,6 +368,12 @@ def main() -> int:
                     d = keep(StdioClient([sys.executable, str(FIXTURE), "stdio", "--name", "fxs"], era, "echo"))
                     v = keep(StdioClient(shim, era, "fxs__echo", env))
                     rows.append(Row("raw", "stdio (serve)", f"{era} {rev}", "seq", d, v, per_round))
+                if py:  # the official SDK 2.3 client spawning `mcpx serve` vs spawning the server itself
+                    for era, mode in (("legacy", "legacy"), ("modern", MODERN)):
+                        fixture_argv = [sys.executable, str(FIXTURE), "stdio", "--name", "fxs"]
+                        d = keep(SdkClient(py, "", mode, "echo", 1, fixture_argv))
+                        v = keep(SdkClient(py, "", mode, "fxs__echo", 1, shim))
+                        rows.append(Row("sdk", "stdio (serve)", f"{era} {d.revision}", "seq", d, v, per_round))
             if "keeper" in only:
                 for era, rev in (("legacy", LEGACY), ("modern", MODERN)):
                     d = keep(RawPool(unkept.url, era, "fxs__echo", 1))

@@ -3,6 +3,7 @@
 Runs with the SDK 2.3 peer venv's python (tests/peers/venvs.py builds it), never mcpx's own:
 
     <peer python> bench/sdk_client.py --url URL --mode legacy|2026-07-28 --tool NAME [--clients K]
+    <peer python> bench/sdk_client.py --mode MODE --tool NAME [--env NAME=VALUE] -- CMD ARGS...   (stdio)
 
 It connects K clients (each its own `mcp.Client` and HTTP connection pool), prints one line
 `{"ready": true, "protocolVersion": ...}`, then serves commands from stdin, one a line:
@@ -24,7 +25,7 @@ import time
 from contextlib import AsyncExitStack
 
 import anyio
-from mcp import Client
+from mcp import Client, StdioServerParameters
 from mcp_types import Implementation
 
 
@@ -39,15 +40,21 @@ async def _calls(client: Client, tool: str, n: int, times: list[float]) -> None:
 
 async def main() -> int:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--url", required=True)
+    ap.add_argument("--url", help="the server's URL (HTTP); without it, the command after -- over stdio")
+    ap.add_argument("--env", action="append", default=[], help="NAME=VALUE for the spawned command (stdio)")
+    ap.add_argument("command", nargs="*", help="the stdio server's command line (after --)")
     ap.add_argument("--mode", default="legacy")
     ap.add_argument("--tool", default="echo")
     ap.add_argument("--clients", type=int, default=1)
     args = ap.parse_args()
     info = Implementation(name="mcpx-bench", version="0")
+    server: str | StdioServerParameters = args.url
+    if not args.url:  # spawned by the SDK as IDE hosts do; it passes on only the variables given here
+        env = dict(item.split("=", 1) for item in args.env)
+        server = StdioServerParameters(command=args.command[0], args=args.command[1:], env=env or None)
     async with AsyncExitStack() as stack:
         clients = [
-            await stack.enter_async_context(Client(args.url, mode=args.mode, client_info=info, cache=None))
+            await stack.enter_async_context(Client(server, mode=args.mode, client_info=info, cache=None))
             for _ in range(args.clients)
         ]
         print(json.dumps({"ready": True, "protocolVersion": clients[0].protocol_version}), flush=True)
