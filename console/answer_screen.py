@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, ClassVar
 
+from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
@@ -19,7 +20,18 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.markup import escape
 from textual.screen import ModalScreen
 from textual.widget import Widget
-from textual.widgets import Button, Input, Label, RadioButton, RadioSet, Select, SelectionList, Static, Switch, TextArea
+from textual.widgets import (
+    Button,
+    Checkbox,
+    Input,
+    Label,
+    RadioButton,
+    RadioSet,
+    Select,
+    SelectionList,
+    Static,
+    TextArea,
+)
 
 from console.forms import Answer, FieldSpec, RawValue, collect, form_spec, parse_result, split_errors
 
@@ -30,8 +42,8 @@ _PLACEHOLDERS = {"number": "a number", "integer": "a whole number"}
 def _widget(fs: FieldSpec) -> Widget:
     wid = f"field-{fs.key}"
     titles = [escape(o.title) for o in fs.options]
-    if fs.widget == "switch":
-        return Switch(value=bool(fs.initial), id=wid)
+    if fs.widget == "switch":  # a labelled box ([X] Approve?), readable in any terminal; a Switch is a bare block
+        return Checkbox(Text(fs.label), value=bool(fs.initial), id=wid)
     if fs.widget == "radio":
         return RadioSet(
             *(RadioButton(t, value=o.value == fs.initial) for t, o in zip(titles, fs.options, strict=True)), id=wid
@@ -50,7 +62,7 @@ def _widget(fs: FieldSpec) -> Widget:
 
 
 def _raw(fs: FieldSpec, w: Widget) -> RawValue:
-    if isinstance(w, Switch):
+    if isinstance(w, Checkbox):
         return w.value
     if isinstance(w, RadioSet):
         return fs.options[w.pressed_index].value if w.pressed_index >= 0 else None
@@ -73,6 +85,7 @@ class QuestionForm(Vertical):
     QuestionForm #warning { color: $warning; }
     QuestionForm #why { color: $text-muted; text-style: italic; }
     QuestionForm .label { margin-top: 1; }
+    QuestionForm Checkbox { margin-top: 1; }
     QuestionForm .help { color: $text-muted; }
     QuestionForm .error { color: $error; display: none; }
     QuestionForm .error.-shown { display: block; }
@@ -100,10 +113,12 @@ class QuestionForm(Vertical):
         yield Static(spec.problem or "", id="top-error", classes="error", markup=False)
         yield Static("", id="done", markup=False)
         for fs in spec.fields:
-            yield Label(fs.label, classes="label", markup=False)
-            yield _widget(fs)
+            # The hint (format, bounds) between the label and its field: under the field it read as the next one's.
+            if fs.widget != "switch":
+                yield Label(fs.label, classes="label", markup=False)
             if fs.help:
                 yield Static(fs.help, id=f"help-{fs.key}", classes="help", markup=False)
+            yield _widget(fs)
             yield Static("", id=f"error-{fs.key}", classes="error field-error", markup=False)
         if spec.url is not None:
             yield Label("Open this address, finish there, then choose Done:", classes="label")
@@ -161,7 +176,7 @@ class QuestionForm(Vertical):
         self.closed = why
         self.query_one("#done", Static).update(why)
         self.add_class("-done")
-        for widget in self.query("Input, Switch, RadioSet, Select, SelectionList, TextArea"):
+        for widget in self.query("Input, Checkbox, RadioSet, Select, SelectionList, TextArea"):
             widget.disabled = True
 
     def mark_sent(self, answer: Answer) -> None:
@@ -169,7 +184,7 @@ class QuestionForm(Vertical):
         self.sent = answer
         self.query_one("#done", Static).update(f"answered: {answer.action}")
         self.add_class("-done")
-        for widget in self.query("Input, Switch, RadioSet, Select, SelectionList, TextArea"):
+        for widget in self.query("Input, Checkbox, RadioSet, Select, SelectionList, TextArea"):
             widget.disabled = True
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import time
 from collections import deque
+from pathlib import Path
 from typing import ClassVar
 
 import anyio
@@ -16,17 +17,22 @@ from textual import events, work
 from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
+from textual.theme import Theme
+from textual.timer import Timer
 from textual.widgets import Footer, Input, Static
 
-from . import forms
+from . import forms, settings
 from .answer_screen import AnswerScreen, TaskAnswersScreen
 from .backend import Backend, BackendError
+from .cli_equivalent import host_command, task_command
 from .commands import ConsoleCommands
 from .heap import HeapKeeper
+from .render import now_ms
 from .screens import AllowancesScreen, ConfirmScreen, HelpScreen, QueueScreen
 from .state import STATUSES, Changes, ConsoleState, Question
 from .views.switching import ViewsApp
 from .widgets.detail import DetailPane
+from .widgets.header import DashboardHeader, EventRate, HeaderFacts, header_text
 from .widgets.hosts import HostsPane
 from .widgets.tasks import SORTS, TasksTable
 from .wire import FeedMessage
@@ -34,6 +40,10 @@ from .wire import FeedMessage
 REFRESH_S = 0.1
 HOSTS_S = 1.0  # the hosts pane's counts are repainted at most this often (new or gone hosts at once)
 RECONNECT_MAX_S = 5.0
+NARROW = 120  # columns: below this the hosts pane folds away into a line above the table (H picks a host)
+FILTER_DEBOUNCE_S = 0.15  # the list follows the filter as it is typed, after a pause this long
+# Actions that change something on the daemon: off in --read-only (hidden from the footer and palette).
+WRITES = frozenset({"cancel", "cancel_shown", "answer_selected"})
 
 
 class ConsoleApp(ViewsApp):
@@ -55,15 +65,30 @@ class ConsoleApp(ViewsApp):
         Binding("o", "detail('overview')", "overview", show=False),
         *(Binding(str(i + 1), f"only('{s}')", show=False) for i, s in enumerate(STATUSES)),
         Binding("0", "only('')", show=False),
+        Binding("y", "copy_command", "copy cmd"),
+        Binding("H", "next_host", "next host", show=False),
+        Binding("ctrl+t", "change_theme", "theme", show=False),
         Binding("question_mark", "help", "keys"),
         Binding("q", "quit", "quit"),
     ]
 
     def __init__(
-        self, backend: Backend, *, bell: bool = True, toasts: bool = True, refresh_s: float = REFRESH_S
+        self,
+        backend: Backend,
+        *,
+        bell: bool = True,
+        toasts: bool = True,
+        refresh_s: float = REFRESH_S,
+        read_only: bool = False,
+        settings_file: Path | None = None,
     ) -> None:
         super().__init__()
         self.backend = backend
+        self.read_only = read_only  # watching a shared daemon: no cancel, no answer
+        self.settings_file = settings_file or settings.settings_path()
+        self.rate = EventRate()
+        self.daemon_version: str | None = None
+        self.daemon_started_ms: int | None = None  # by the console's clock, from /v1/status's uptimeS
         self.state = ConsoleState()
         self.bell_on_question = bell  # the terminal bell when something new needs input (b toggles)
         self.toasts = toasts  # a toast when something new needs input (errors and confirmations show anyway)
@@ -73,19 +98,22 @@ class ConsoleApp(ViewsApp):
         self._pending = Changes()
         self._hosts_pending: set[str] = set()  # hosts whose counts changed since the pane was painted
         self._hosts_painted = 0.0
-        self._topbar: Text | None = None
+        self._topbar: tuple[Text, float] | None = None
         self.heap = HeapKeeper()
         self._arrivals: deque[float] = deque()  # event receipt times, for the rate shown
         self._detail_for: str | None = None
+        self._filter_timer: Timer | None = None
+        self._table_height = 0
         self.flushes = 0
 
     # ---- layout ----------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
-        yield Static(id="topbar")
+        yield DashboardHeader(id="header")
         with Horizontal(id="main"):
             yield HostsPane(self.state, id="hosts")
             with Vertical(id="right"):
-                yield Input(placeholder="filter: text in id, tool, upstream, host, message (enter)", id="filter")
+                yield Static(id="hostbar")
+                yield Input(placeholder="filter: text in id, tool, upstream, host, message", id="filter")
                 yield TasksTable(self.state, heap=self.heap, id="tasks")
                 yield DetailPane(id="detail")
         yield Footer()
@@ -103,6 +131,7 @@ class ConsoleApp(ViewsApp):
         return self.query_one("#detail", DetailPane)
 
     def on_mount(self) -> None:
+        self._load_theme()
         self.heap.hold()
         self.query_one("#filter", Input).display = False
         self.table.focus()
@@ -130,6 +159,7 @@ class ConsoleApp(ViewsApp):
                 async for message in self.backend.feed(self.state.seq):
                     if self.link != "connected":
                         self.link, self.link_detail, delay = "connected", "", 0.2
+                        self.load_status()
                     self.receive(message)
             except BackendError as exc:
                 self.link = "no daemon" if "no daemon" in str(exc) else "reconnecting"
@@ -142,6 +172,7 @@ class ConsoleApp(ViewsApp):
         """One feed message into the state; the screen catches up at the next flush."""
         if message.get("type") == "event":
             self._arrivals.append(time.monotonic())
+            self.rate.count()
         self._pending.merge(self.state.apply(message))
         self.event_log.apply(message)
 
@@ -170,6 +201,7 @@ class ConsoleApp(ViewsApp):
             self.table.rebuild()
         elif pending.tasks or pending.removed_tasks:
             self.table.apply(pending.tasks, pending.removed_tasks)
+        self._fit_table()
         for screen in self.screen_stack:
             if isinstance(screen, QueueScreen) and (pending.questions or pending.reset):
                 screen.refresh_queue()
@@ -197,31 +229,48 @@ class ConsoleApp(ViewsApp):
     def _tick(self) -> None:
         if self._open():
             self.table.tick_ages()
+            self.detail.tick()
+            self.query_one(DashboardHeader).spark(self.rate.next_second())
 
     def _paint_topbar(self) -> None:
         now = time.monotonic()
         while self._arrivals and self._arrivals[0] < now - 5:
             self._arrivals.popleft()
-        rate = len(self._arrivals) / 5
-        style = {"connected": "bold green", "connecting": "yellow", "reconnecting": "bold yellow"}.get(
-            self.link, "bold red"
+        counts = self.state.host_counts(None)
+        facts = HeaderFacts(
+            where=self.backend.label(),
+            link=self.link,
+            link_detail=self.link_detail,
+            working=counts["working"],
+            waiting=len(self.state.questions),
+            failed=counts["failed"],
+            tasks=len(self.state.tasks),
+            version=self.daemon_version,
+            started_ms=self.daemon_started_ms,
+            now_ms=now_ms(),
+            bell=self.bell_on_question,
+            read_only=self.read_only,
+            others=[o for o in self.state.operators if o != self.backend.operator],
+            narrow=self.size.width < NARROW,
         )
-        text = Text.assemble(("mcpx console ", "bold"), (self.backend.label(), "cyan"), "  ")
-        text.append(f"● {self.link} ", style=style)
-        if self.link_detail and self.link != "connected":
-            text.append(f" ({self.link_detail})", style="dim")
-        waiting = len(self.state.questions)
-        text.append(f"    {rate:.1f} ev/s   {len(self.state.tasks)} tasks   ")
-        text.append(
-            f"{waiting} waiting for you" if waiting else "nothing waiting", style="bold yellow" if waiting else "dim"
-        )
-        text.append(f"   bell {'on' if self.bell_on_question else 'off'}", style="dim")
-        others = [o for o in self.state.operators if o != self.backend.operator]
-        if others:
-            text.append(f"   also answering: {', '.join(others)}", style="cyan")
-        if text != self._topbar:  # (one line, always: no layout)
-            self._topbar = text
-            self.query_one("#topbar", Static).update(text, layout=False)
+        shown = (header_text(facts), round(len(self._arrivals) / 5, 1))
+        if shown != self._topbar:  # (one line, always: no layout)
+            self._topbar = shown
+            self.query_one(DashboardHeader).paint(*shown)
+
+    @work(exclusive=True, group="status")
+    async def load_status(self) -> None:
+        """The daemon's version and uptime (`/v1/status`), once per connection: the uptime then
+        counts on here."""
+        try:
+            status = await self.backend.status()
+        except BackendError:
+            return
+        self.daemon_version = str(status.get("version") or "") or None
+        uptime = status.get("uptimeS")
+        self.daemon_started_ms = now_ms() - int(float(uptime) * 1000) if isinstance(uptime, int | float) else None
+        if self._open():
+            self._paint_topbar()
 
     # ---- selection and detail --------------------------------------------------------------
     def on_hosts_pane_picked(self, event: HostsPane.Picked) -> None:
@@ -232,6 +281,8 @@ class ConsoleApp(ViewsApp):
             return  # the pane re-highlighting the same host (every snapshot does): nothing to redo
         table.view.host = event.host_id
         table.rebuild()
+        self._fit_table()
+        self._paint_hostbar()
 
     def on_data_table_row_highlighted(self, event: TasksTable.RowHighlighted) -> None:
         task_id = event.row_key.value if event.row_key is not None else None
@@ -269,22 +320,41 @@ class ConsoleApp(ViewsApp):
         box.display = True
         box.focus()
 
+    def on_input_changed(self, event: Input.Changed) -> None:
+        """The list follows the filter as it is typed (once typing pauses: a rebuild of 10,000
+        rows per key would lag the keys)."""
+        if event.input.id == "filter":
+            if self._filter_timer is not None:
+                self._filter_timer.stop()
+            self._filter_timer = self.set_timer(FILTER_DEBOUNCE_S, self._apply_filter)
+
+    def _apply_filter(self) -> None:
+        self._filter_timer = None
+        text = self.query_one("#filter", Input).value.strip()
+        if text != self.table.view.text:
+            self.table.view.text = text
+            self.table.rebuild()
+            self._fit_table()
+
     def on_input_submitted(self, event: Input.Submitted) -> None:
         if event.input.id == "filter":
-            self.table.view.text = event.value.strip()
+            if self._filter_timer is not None:
+                self._filter_timer.stop()
+            self._apply_filter()
             event.input.display = bool(event.value.strip())
-            self.table.rebuild()
             self.table.focus()
 
     def action_sort(self) -> None:
         view = self.table.view
         view.sort = SORTS[(SORTS.index(view.sort) + 1) % len(SORTS)]
-        self.table.rebuild()
+        self.flush()  # the table catches up with the state first: re-sorting reads every row's task
+        self.table.resort()
         self.notify(f"sorted by {view.sort}", timeout=2)
 
     def action_reverse(self) -> None:
         self.table.view.descending = not self.table.view.descending
-        self.table.rebuild()
+        self.flush()
+        self.table.resort()
 
     def action_hide_finished(self) -> None:
         self.table.view.hide_finished = not self.table.view.hide_finished
@@ -315,6 +385,68 @@ class ConsoleApp(ViewsApp):
         table.focus()
         moves[where]()
 
+    def on_resize(self, event: events.Resize) -> None:
+        """Narrow: the hosts pane folds into one line above the table (H moves to the next host)."""
+        narrow = event.size.width < NARROW
+        self.set_class(narrow, "-narrow")
+        self._paint_hostbar()
+        self._fit_table()
+        self._topbar = None  # the top line drops a word or two when narrow
+
+    def _fit_table(self) -> None:
+        """As tall as its rows, up to 60%: a short list leaves the rest to the detail pane, not to
+        blank lines. Set only when it changes (CSS height: auto would lay the screen out again at
+        every flush that adds a row, even at 10,000 rows)."""
+        table = next(iter(self.query("#tasks").results(TasksTable)), None)
+        if table is None:
+            return
+        height = min(table.row_count + 1, max(3, int(self.size.height * 0.6)))
+        if height != self._table_height:
+            self._table_height = height
+            table.styles.height = height
+
+    def _paint_hostbar(self) -> None:
+        table = next(iter(self.query("#tasks").results(TasksTable)), None)
+        host = self.state.hosts.get(table.view.host or "") if table is not None else None
+        label = "all hosts" if host is None else host.label
+        bar = Text.assemble(("host: ", "dim"), (label, "bold"), ("  (H: next host)", "dim"))
+        self.query_one("#hostbar", Static).update(bar)
+
+    def action_next_host(self) -> None:
+        pane = self.hosts_pane
+        if pane.option_count:
+            pane.highlighted = ((pane.highlighted or 0) + 1) % pane.option_count
+
+    def action_copy_command(self) -> None:
+        """The `mcpx` command that does what this row offers, to the clipboard (OSC 52)."""
+        if self.focused is self.hosts_pane:
+            command = host_command(self.state.hosts.get(self.table.view.host or ""))
+        else:
+            row = self.state.tasks.get(self.table.selected() or "")
+            if row is None:
+                self.notify("no task selected", timeout=2)
+                return
+            asked = [q for q in self.state.answer_queue() if q.task_id == row.id]
+            command = task_command(row, asked)
+        self.copy_to_clipboard(command)
+        self.notify(command, title="copied", timeout=4)
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        return not (self.read_only and action in WRITES)
+
+    def _load_theme(self) -> None:
+        name = settings.load(self.settings_file).get("theme")
+        if isinstance(name, str) and name in self.available_themes:
+            self.theme = name
+        self.theme_changed_signal.subscribe(self, self._save_theme)
+
+    def _save_theme(self, theme: Theme) -> None:
+        """Remembered for the next run, per user (console/settings.py)."""
+        try:
+            settings.save(self.settings_file, theme=theme.name)
+        except OSError as exc:
+            self.notify(f"theme not remembered: {exc}", severity="warning", timeout=4)
+
     def action_focus_hosts(self) -> None:
         self.hosts_pane.focus()
 
@@ -341,6 +473,9 @@ class ConsoleApp(ViewsApp):
 
     def answer(self, q: Question, key: str) -> None:
         """A key pressed on a question: the full form (enter) or a quick answer."""
+        if self.read_only:
+            self.notify("read-only: answering is off in this console", timeout=3)
+            return
         if key == "enter":
             self.push_screen(AnswerScreen(q.wire, lambda answer: self._submit(q.id, answer)))
             return

@@ -36,6 +36,9 @@ class Backend(Protocol):
         self, question_id: str, action: str, content: JsonObject | None, result: JsonObject | None
     ) -> None: ...
 
+    async def status(self) -> JsonObject:
+        """`GET /v1/status` (the header shows its version and uptimeS)."""
+
     async def allowances(self) -> list[JsonObject]:
         """The approval allowances in force (`GET /v1/allowances`, docs/approvals.md)."""
 

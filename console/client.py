@@ -60,9 +60,12 @@ class DaemonGone(BackendError):
 
 
 class DaemonClient:
-    def __init__(self, locate: Locate, operator: str) -> None:
+    def __init__(self, locate: Locate, operator: str, *, attach_as_operator: bool = True) -> None:
         self.locate = locate
         self.operator = operator
+        # False (--read-only): the feed is watched without counting as an operator, so the daemon
+        # never holds a question for this console, which could not answer it.
+        self.attach_as_operator = attach_as_operator
         self._http: httpx.AsyncClient | None = None
         self._endpoint: Endpoint | None = None
 
@@ -129,6 +132,10 @@ class DaemonClient:
             body["result"] = result
         await self._call("POST", f"/v1/questions/{question_id}/answer", json=body)
 
+    async def status(self) -> JsonObject:
+        result: JsonObject = await self._call("GET", "/v1/status")
+        return result
+
     async def allowances(self) -> list[JsonObject]:
         result: list[JsonObject] = (await self._call("GET", "/v1/allowances"))["allowances"]
         return result
@@ -163,7 +170,9 @@ class DaemonClient:
         ep = self.locate()
         if ep is None:
             raise DaemonGone(NO_DAEMON)
-        hello: JsonObject = {"type": "subscribe", "operator": self.operator, "snapshotTasks": snapshot_tasks}
+        hello: JsonObject = {"type": "subscribe", "snapshotTasks": snapshot_tasks}
+        if self.attach_as_operator:
+            hello["operator"] = self.operator
         if since is not None:
             hello["since"] = since
         try:

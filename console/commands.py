@@ -32,6 +32,9 @@ ACTIONS: list[tuple[str, str, str]] = [
     ("Go to the tasks table", "focus_tasks", ""),
     ("Terminal bell on or off", "toggle_bell", "rung when something new needs input"),
     ("Toasts on or off", "toggle_toasts", "shown when something new needs input"),
+    ("Copy the row's mcpx command", "copy_command", "the CLI command that does the same (y)"),
+    ("Next host", "next_host", "the tasks of the next host in the hosts pane (H)"),
+    ("Change theme", "change_theme", "remembered for the next run (ctrl+t)"),
     ("Keys", "help", "every key binding"),
     ("Quit", "quit", ""),
 ]
@@ -41,13 +44,18 @@ class ConsoleCommands(Provider):
     def _run(self, action: str) -> Callable[[], object]:
         return partial(self.app.run_action, action)  # an App's own method: no need to know which app
 
+    def _actions(self) -> list[tuple[str, str, str]]:
+        """Those the app allows now (in --read-only, none that cancels or answers)."""
+        app = self.app
+        return [a for a in ACTIONS if app.check_action(a[1].split("(")[0], ()) is not False]
+
     async def discover(self) -> Hits:
-        for name, action, help_text in ACTIONS:
+        for name, action, help_text in self._actions():
             yield DiscoveryHit(name, self._run(action), help=help_text)
 
     async def search(self, query: str) -> Hits:
         matcher = self.matcher(query)
-        for name, action, help_text in ACTIONS:
+        for name, action, help_text in self._actions():
             score = matcher.match(name)
             if score > 0:
                 yield Hit(score, matcher.highlight(name), self._run(action), help=help_text)

@@ -32,6 +32,9 @@ KEYS = """\
   A           approval allowances in force (x revokes one)
   b           terminal bell on new questions on/off (shown top right)
   tab         hosts / tasks      ctrl+p  command palette        ?   these keys
+  y           copy the row's mcpx command (cancel, answer, show) to the clipboard
+  H           next host (the hosts pane folds into a line when the terminal is narrow)
+  ctrl+t      change the theme (remembered)
   q           quit
 [b]In the answer queue[/b]
   enter       open the form      y / n   answer a yes/no question
@@ -182,6 +185,9 @@ class AllowancesScreen(ModalScreen[None]):
         if options:
             ol.highlighted = 0
             ol.focus()
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        return not (action == "revoke" and getattr(self.app, "read_only", False))
 
     def action_revoke(self) -> None:
         option = self.query_one("#allowances-list", OptionList).highlighted_option

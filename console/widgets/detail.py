@@ -102,6 +102,11 @@ class DetailPane(VerticalScroll):
         self.shown_task, self.problem = None, Text.assemble(("task ", "bold"), task_id, "\n", (why, "red"))
         self.repaint()
 
+    def tick(self) -> None:
+        """Each second: the overview's age moves on with the list's."""
+        if self.mode == "overview" and self.shown_task is not None and self.problem is None:
+            self.repaint()
+
     def repaint(self) -> None:
         body = self.query_one("#detail-body", Static)
         if self.problem is not None:

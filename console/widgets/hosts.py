@@ -13,7 +13,25 @@ from ..state import ConsoleState, Host
 ALL = "all"
 
 
-def host_prompt(state: ConsoleState, host: Host | None) -> Text:
+def counts_lines(counts: dict[str, int], width: int) -> Text:
+    """ " 3 working 1 input 2 completed", broken between counts (never inside "2 failed") to fit `width`."""
+    text, used = Text(" "), 1
+    for status, n in counts.items():
+        if not n:
+            continue
+        part = f"{n} {status.replace('input_required', 'input')}"
+        if used > 1 and used + 1 + len(part) > width:
+            text.append("\n ")
+            used = 1
+        elif used > 1:
+            text.append(" ")
+            used += 1
+        text.append(part, style=STATUS_STYLE.get(status, ""))
+        used += len(part)
+    return text
+
+
+def host_prompt(state: ConsoleState, host: Host | None, width: int = 36) -> Text:
     counts = state.host_counts(None if host is None else host.id)
     if host is None:
         text = Text("All hosts", style="bold")
@@ -22,7 +40,9 @@ def host_prompt(state: ConsoleState, host: Host | None) -> Text:
         asking = state.host_needs_input(host.id)
         text = Text(host.label, style="bold" if host.open else "dim")
     if asking:  # on the name's line: the counts' line can fill the pane's width
-        text.append("  ⚑ asks", style="bold yellow")
+        text.append(
+            "  ? asks", style="bold yellow"
+        )  # "?" as the status column marks it (a flag glyph is wide in some fonts)
     if host is not None:
         details = [host.revision or "2026-07-28", host.transport, host.kind]
         if host.principal:
@@ -30,10 +50,8 @@ def host_prompt(state: ConsoleState, host: Host | None) -> Text:
         text.append("\n " + " · ".join(details), style="dim")
         if not host.open:
             text.append(" · closed", style="dim italic")
-    text.append("\n ")
-    for status, n in counts.items():
-        if n:
-            text.append(f"{n} {status.replace('input_required', 'input')} ", style=STATUS_STYLE.get(status, ""))
+    text.append("\n")
+    text.append_text(counts_lines(counts, width))
     return text
 
 
@@ -49,6 +67,15 @@ class HostsPane(OptionList):
         super().__init__(id=id)
         self.state = state
         self._order: list[str] = []
+        self._width = 0  # the width the prompts were laid out for
+
+    def _prompt_width(self) -> int:
+        return max(12, self.scrollable_content_region.width - 2)  # (an option's padding)
+
+    def on_resize(self) -> None:
+        if self._order and self._prompt_width() != self._width:
+            self._order = []  # laid out again at the new width
+            self.refresh_hosts()
 
     def lists(self, host_ids: set[str]) -> bool:
         """Are these hosts in the pane already (a new one is worth painting at once)?"""
@@ -58,20 +85,21 @@ class HostsPane(OptionList):
         """Rebuild when the set of hosts changed; otherwise repaint only the changed prompts."""
         hosts = self.state.hosts_shown()
         order = [ALL, *(h.id for h in hosts)]
+        width = self._width = self._prompt_width()
         if order != self._order:
             highlighted = self.highlighted_option.id if self.highlighted_option is not None else ALL
             self.set_options(
-                [Option(host_prompt(self.state, None), id=ALL)]
-                + [Option(host_prompt(self.state, h), id=h.id) for h in hosts]
+                [Option(host_prompt(self.state, None, width), id=ALL)]
+                + [Option(host_prompt(self.state, h, width), id=h.id) for h in hosts]
             )
             self._order = order
             self.highlighted = order.index(highlighted) if highlighted in order else 0
             return
-        self.replace_option_prompt(ALL, host_prompt(self.state, None))
+        self.replace_option_prompt(ALL, host_prompt(self.state, None, width))
         by_id = {h.id: h for h in hosts}
         for host_id in changed or set(by_id):
             if host_id in by_id:
-                self.replace_option_prompt(host_id, host_prompt(self.state, by_id[host_id]))
+                self.replace_option_prompt(host_id, host_prompt(self.state, by_id[host_id], width))
 
     def on_option_list_option_highlighted(self, event: OptionList.OptionHighlighted) -> None:
         host_id = event.option.id

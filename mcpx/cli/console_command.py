@@ -17,6 +17,7 @@ The console talks to the daemon only through /v1 and /v1/events, with the state 
   mcpx console                 attach to the running daemon (--state-dir picks which)
   mcpx console --start         start one first if none runs (with --config)
   mcpx console --demo          a private daemon with a demo upstream and three demo hosts
+  mcpx console --read-only     watch a shared daemon: no cancel, no answers
 exit codes: 0 closed, 1 no daemon runs (and no --start or --demo), 2 usage
 """
 
@@ -35,6 +36,11 @@ def add_console_parser(sub: Subcommands) -> None:
     c.add_argument("--operator", default=None, help="your name in the audit log (default: your login name)")
     c.add_argument("--no-bell", action="store_true", help="no terminal bell when something needs input (b toggles)")
     c.add_argument("--no-toasts", action="store_true", help="no toast when something needs input")
+    c.add_argument(
+        "--read-only",
+        action="store_true",
+        help="watch only: no cancel, no answers, not counted as an attached operator",
+    )
     c.set_defaults(func=cmd_console)
 
 
@@ -51,7 +57,9 @@ def run_console(folder: Path, operator: str, args: argparse.Namespace) -> int:
     from console.app import ConsoleApp
     from console.client import DaemonClient, locate_in
 
-    ConsoleApp(DaemonClient(locate_in(folder), operator), bell=not args.no_bell, toasts=not args.no_toasts).run()
+    client = DaemonClient(locate_in(folder), operator, attach_as_operator=not args.read_only)
+    bell, toasts = not args.no_bell, not args.no_toasts
+    ConsoleApp(client, bell=bell, toasts=toasts, read_only=args.read_only).run()
     return 0
 
 

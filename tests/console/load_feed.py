@@ -374,6 +374,9 @@ class LoadBackend:
     async def cancel(self, task_id: str) -> dict[str, Any]:
         return {}
 
+    async def status(self) -> dict[str, Any]:
+        return {"version": "0.9.0", "uptimeS": 60.0}
+
     async def allowances(self) -> list[dict[str, Any]]:
         return []
 

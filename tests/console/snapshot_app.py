@@ -8,6 +8,7 @@ reconnecting. `python tests/console/snapshot_app.py hosts` runs one for a look.
 from __future__ import annotations
 
 import sys
+import tempfile
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -142,7 +143,7 @@ class ReplayBackend:
         await anyio.sleep_forever()
 
     async def task(self, task_id: str) -> dict[str, Any]:
-        summary = next(t for t in TASKS if t["id"] == task_id)
+        summary = next(t for t in TASKS + LONG_NAMES if t["id"] == task_id)
         detail = {**summary, "arguments": {"target": "web"}, "result": None, "error": None, "inputRequests": [],
                   "events": [{"seq": 100, "ts": summary["createdMs"], "kind": "task.created", "data": {"status": "working"},
                               "by": f"host:{summary['connectionId']}"}]}  # fmt: skip
@@ -161,6 +162,9 @@ class ReplayBackend:
         self.cancelled.append(task_id)
         return {}
 
+    async def status(self) -> dict[str, Any]:
+        return {"version": "0.9.0", "uptimeS": 7384.5}
+
     async def allowances(self) -> list[dict[str, Any]]:
         return []
 
@@ -172,8 +176,19 @@ class ReplayBackend:
         return {}
 
 
-def make_app(scenario: str) -> ConsoleApp:
+LONG_NAMES = [
+    {**_task("Tl1longAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA", "c-ide", "trigger-long-running-operation", "working", 106,
+             "step 4 of 10"), "upstream": "everything-http"},
+    {**_task("Tl2longAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA", "c-agent", "trigger-long-running-operation", "working", 50,
+             "step 9 of 10"), "upstream": "everything"},
+    {**_task("Tl3longAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA", "c-cli", "simulate-research-query", "completed", 300),
+     "upstream": "everything-http"},
+]  # fmt: skip
+
+
+def make_app(scenario: str, *, read_only: bool = False) -> ConsoleApp:
     render.clock = lambda: NOW
+    settings_file = Path(tempfile.mkdtemp(prefix="mcpx-snapshot-")) / "console.json"  # never the user's theme
     if scenario == "empty":
         backend = ReplayBackend([snapshot([], [], [])])
     elif scenario == "reconnecting":
@@ -182,9 +197,13 @@ def make_app(scenario: str) -> ConsoleApp:
         tasks = [dict(t) for t in TASKS]
         tasks[0].update(status="cancelled", statusMessage="cancelled by operator olga")
         backend = ReplayBackend([snapshot(tasks, QUESTIONS, CONNECTIONS)])
+    elif scenario == "long":  # tool and upstream names longer than their columns
+        backend = ReplayBackend([snapshot(LONG_NAMES, [], CONNECTIONS)])
+    elif scenario == "one-question":
+        backend = ReplayBackend([snapshot(TASKS, QUESTIONS[2:], CONNECTIONS)])
     else:  # hosts, queue, form
         backend = ReplayBackend([snapshot(TASKS, QUESTIONS, CONNECTIONS)])
-    return ConsoleApp(backend, bell=False)
+    return ConsoleApp(backend, bell=False, read_only=read_only, settings_file=settings_file)
 
 
 if __name__ == "__main__":

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from textual.app import App
 from textual.pilot import Pilot
-from textual.widgets import Button, Input, RadioSet, Select, SelectionList, Static, Switch, TextArea
+from textual.widgets import Button, Checkbox, Input, RadioSet, Select, SelectionList, Static, TextArea
 
 from console.answer_screen import AnswerScreen
 from console.forms import Answer
@@ -214,7 +214,7 @@ async def test_switch_radio_select_and_selection_list_by_keyboard() -> None:
     app = Host(question("elicitation", params))
     async with app.run_test(size=(120, 40)) as pilot:
         screen = app.screen
-        assert isinstance(screen.query_one("#field-now"), Switch)
+        assert isinstance(screen.query_one("#field-now"), Checkbox)
         assert isinstance(screen.query_one("#field-env"), RadioSet)
         assert isinstance(screen.query_one("#field-size"), Select)
         assert isinstance(screen.query_one("#field-regions"), SelectionList)

@@ -12,7 +12,7 @@ import anyio
 import pytest
 from harness import Daemon, RawHost, conformance_server, read_jsonl, reply_of, stdio_server
 from pilot_wait import until
-from textual.widgets import Switch
+from textual.widgets import Checkbox
 
 from console.app import ConsoleApp
 from console.client import DaemonClient, locate_in
@@ -83,7 +83,7 @@ async def test_an_answer_given_in_the_console_reaches_the_upstream_in_a_2026_tas
         app.table.move_cursor(row=app.table.get_row_index(tid))
         await pilot.press("enter")  # the selected task's question
         await pilot.pause()
-        switch = app.screen.query_one("#field-confirm", Switch)
+        switch = app.screen.query_one("#field-confirm", Checkbox)
         switch.value = True
         await pilot.press("ctrl+s")
         await until(pilot, lambda: app.state.tasks[tid].status == "completed", "completed")
