@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import logging
-import sys
 from io import StringIO
 from pathlib import Path
 from typing import Any
@@ -50,6 +49,8 @@ def test_a_clean_run_logs_no_warning_and_a_crash_is_not_called_a_missed_one(star
 
 def test_json_log_lines_carry_the_exception_text() -> None:
     out = StringIO()
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level  # put back after: other tests share the process
     setup_logging("info", "json", out)
     try:
         log = logging.getLogger("mcpx.test")
@@ -59,7 +60,8 @@ def test_json_log_lines_carry_the_exception_text() -> None:
         except ValueError:
             log.exception("it failed: %s", "badly")
     finally:
-        setup_logging("warning", "text", sys.stderr)
+        root.handlers[:] = handlers
+        root.setLevel(level)
     (line,) = json_lines(out.getvalue())
     assert (line["level"], line["logger"], line["message"]) == ("ERROR", "mcpx.test", "it failed: badly")
     assert "ValueError: boom" in line["exception"] and line["ts"].endswith("Z")
