@@ -1,0 +1,123 @@
+"""The console's views (`:`) as SVG snapshots, grouped by feature: the command line completing a
+name, :upstreams after a crash and its stderr tail, :questions with why each went where it went,
+:hosts and a host's detail, :events. The snapshot app's recorded feed, with the /v1 answers the
+views ask for recorded here. Update after a deliberate change: `--snapshot-update`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pilot_wait import until
+from snapshot_app import CONNECTIONS, NOW, QUESTIONS, TASKS, ReplayBackend, snapshot
+from textual.pilot import Pilot
+
+from console import render
+from console.app import ConsoleApp
+
+SIZE = (180, 48)
+UPSTREAMS = [
+    {"name": "demo", "transport": "stdio", "state": "ready", "era": "legacy", "revision": "2025-11-25", "tools": 7,
+     "restarts": 0, "lastError": None, "exitCode": None},
+    {"name": "flaky", "transport": "stdio", "state": "restarting", "era": None, "revision": None, "tools": 0,
+     "restarts": 3, "lastError": "upstream 'flaky' exited with code 3", "exitCode": 3},
+    {"name": "search-http", "transport": "http", "state": "ready", "era": "modern", "revision": "2026-07-28",
+     "tools": 12, "restarts": 0, "lastError": None, "exitCode": None},
+]  # fmt: skip
+STDERR = ["--- mcpx: started 2026-12-06T10:00:01 python flaky.py", "loading model", "Traceback (most recent call last):",
+          '  File "flaky.py", line 9, in <module>', "RuntimeError: out of tokens"]  # fmt: skip
+WHY = {
+    "q-deploy": "asked of the host as one of its task's input requests (it declared elicitation)",
+    "q-confirm": "waiting for an operator: the host did not declare elicitation",
+    "q-pick": "waiting for an operator: 2 calls were in flight on this stdio server (hosts demo-cli 0.9.1, demo-ide)",
+}
+EVENTS = [
+    {"type": "event", "seq": 121 + i, "ts": NOW - (30 - i) * 1000, "kind": "task.status",
+     "taskId": TASKS[n]["id"], "connectionId": TASKS[n]["connectionId"],
+     "data": {"status": "working", "previous": "working", "statusMessage": message}}
+    for i, (n, message) in enumerate([(0, "compiling 2/8"), (5, "tick 11"), (0, "compiling 3/8"), (5, "tick 12")])
+]  # fmt: skip
+
+
+class ViewsBackend(ReplayBackend):
+    async def upstreams(self) -> list[dict[str, Any]]:
+        return UPSTREAMS
+
+    async def upstream_stderr(self, name: str, tail: int) -> dict[str, Any]:
+        return {"name": name, "lines": STDERR, "logPath": "/state/logs/flaky.stderr.log", "state": "restarting",
+                "exitCode": 3}  # fmt: skip
+
+    async def restart_upstream(self, name: str) -> None:
+        return None
+
+    async def connection(self, connection_id: str) -> dict[str, Any]:
+        conn = next(c for c in CONNECTIONS if c["id"] == connection_id)
+        caps = {"elicitation": {}, "roots": {"listChanged": True}, "extensions": {"io.modelcontextprotocol/tasks": {}}}
+        return {**conn, "capabilities": caps}
+
+    async def events(self, since: int, limit: int) -> list[dict[str, Any]]:
+        return []
+
+
+def views_app() -> ConsoleApp:
+    render.clock = lambda: NOW
+    questions = [{**q, "why": WHY[q["id"]]} for q in QUESTIONS]
+    return ConsoleApp(ViewsBackend([snapshot(TASKS, questions, CONNECTIONS), *EVENTS]), bell=False)
+
+
+async def to_view(pilot: Pilot[None], typed: str) -> None:
+    app = pilot.app
+    assert isinstance(app, ConsoleApp)
+    await until(pilot, lambda: app.state.seq == EVENTS[-1]["seq"] and app.flushes > 0, "the feed folded in")
+    await pilot.press("colon", *typed, "enter")
+    await until(pilot, lambda: app.view != "tasks", "the view")
+    await until(pilot, lambda: app.screen.query_one("#view-table").row_count > 0, "its rows")  # type: ignore[attr-defined]  # a DataTable
+    await pilot.pause()
+
+
+def test_the_command_line_completes_a_view_name(snap_compare: Any) -> None:
+    async def typing(pilot: Pilot[None]) -> None:
+        await pilot.press("colon", "u")
+        await pilot.pause()
+
+    assert snap_compare(views_app(), terminal_size=SIZE, run_before=typing)
+
+
+def test_upstreams_view_shows_a_crashed_servers_exit_code_and_error(snap_compare: Any) -> None:
+    async def upstreams(pilot: Pilot[None]) -> None:
+        await to_view(pilot, "up")
+
+    assert snap_compare(views_app(), terminal_size=SIZE, run_before=upstreams)
+
+
+def test_l_on_an_upstream_tails_its_stderr(snap_compare: Any) -> None:
+    async def tail(pilot: Pilot[None]) -> None:
+        await to_view(pilot, "up")
+        await pilot.press("down", "l")
+        await until(pilot, lambda: "RuntimeError" in str(getattr(pilot.app.screen, "lines", "")), "the tail")
+        await pilot.pause()
+
+    assert snap_compare(views_app(), terminal_size=SIZE, run_before=tail)
+
+
+def test_questions_view_says_why_each_question_went_where_it_went(snap_compare: Any) -> None:
+    async def questions(pilot: Pilot[None]) -> None:
+        await to_view(pilot, "q")
+
+    assert snap_compare(views_app(), terminal_size=SIZE, run_before=questions)
+
+
+def test_a_hosts_detail_shows_what_it_negotiated_with_its_open_work(snap_compare: Any) -> None:
+    async def host(pilot: Pilot[None]) -> None:
+        await to_view(pilot, "ho")
+        await pilot.press("enter")
+        await until(pilot, lambda: getattr(pilot.app.screen, "shown", None) is not None, "the host's detail")
+        await pilot.pause()
+
+    assert snap_compare(views_app(), terminal_size=SIZE, run_before=host)
+
+
+def test_events_view_lists_the_audit_log_newest_first(snap_compare: Any) -> None:
+    async def events(pilot: Pilot[None]) -> None:
+        await to_view(pilot, "ev")
+
+    assert snap_compare(views_app(), terminal_size=SIZE, run_before=events)
