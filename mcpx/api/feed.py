@@ -15,6 +15,7 @@ import json
 import logging
 import secrets
 import time
+from collections.abc import Callable
 from typing import Any
 
 import anyio
@@ -53,7 +54,9 @@ class FeedEndpoint:
         *,
         queue_max: int = QUEUE_MAX,
         heartbeat_s: float = HEARTBEAT_S,
+        on_gap: Callable[[], None] | None = None,
     ) -> None:
+        self.on_gap = on_gap  # counted by the daemon's metrics (mcpx_feed_gaps_total)
         self.store = store
         self.bus = bus
         self.token = token
@@ -144,6 +147,8 @@ class FeedEndpoint:
                 sub.overflowed = False
                 if self.bus.last_seq <= last:
                     continue  # what overflowed was sent already, by a catch-up from the store: no gap
+                if self.on_gap is not None:
+                    self.on_gap()
                 await _send(ws, {"type": "gap", "after": last})
                 try:
                     last = await self._catch_up(ws, sub, last)

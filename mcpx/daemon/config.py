@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError,
 
 from ..events.kinds import EventKind
 from ..host.auth import sha256_hex
+from ..telemetry.telemetry_config import MetricsConfig, TracesConfig
 from . import config_env, config_keys
 from .config_servers import McpxServerOptions as McpxServerOptions
 from .config_servers import ServerConfig as ServerConfig
@@ -311,6 +312,12 @@ class Config(BaseModel):
     )
     notify: NotifyConfig = Field(
         default_factory=NotifyConfig, description="Webhooks and command hooks told of events (docs/notify.md)."
+    )
+    traces: TracesConfig = Field(
+        default_factory=TracesConfig, description="OpenTelemetry traces over OTLP/HTTP (docs/telemetry.md)."
+    )
+    metrics: MetricsConfig = Field(
+        default_factory=MetricsConfig, description="Prometheus `/metrics` (docs/telemetry.md)."
     )
 
     @model_validator(mode="after")

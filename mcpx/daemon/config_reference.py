@@ -28,6 +28,7 @@ from .config import (
     TasksConfig,
     ToolOverride,
 )
+from ..telemetry.telemetry_config import MetricsConfig, TracesConfig
 from .doc_blocks import rewrite_block
 
 SECTIONS: list[tuple[str, type[BaseModel]]] = [
@@ -49,6 +50,8 @@ SECTIONS: list[tuple[str, type[BaseModel]]] = [
     ("`notify`", NotifyConfig),
     ("`notify.webhooks[]`", NotifyWebhook),
     ("`notify.commands[]`", NotifyCommand),
+    ("`traces`", TracesConfig),
+    ("`metrics`", MetricsConfig),
 ]
 
 

@@ -19,6 +19,7 @@ from ..questions import routing
 from ..questions.broker import Broker, HostAsk, OnWaiting
 from ..questions.question import Question
 from ..tasks.engine import TaskEngine, current_run
+from ..telemetry import waits
 from ..upstream.pool import UpstreamServer
 from ..upstream.session import OnRequest
 from .connection import HostError, RequestContext
@@ -41,6 +42,7 @@ class Asker:
 
         return ask
 
+    @waits.traced_wait(waits.mrtr_round)
     async def ask_round(self, ctx: RequestContext, requests: dict[str, Any], server: UpstreamServer) -> dict[str, Any]:
         """Every MRTR inputRequest of one round, asked of the host at once."""
         answers: dict[str, Any] = {}
@@ -58,6 +60,7 @@ class Asker:
             raise first_error(group) from None  # one question's failure is the round's, as it is
         return answers
 
+    @waits.traced_wait(waits.question)
     async def ask(
         self, ctx: RequestContext, method: str, params: dict[str, Any], server: UpstreamServer
     ) -> dict[str, Any]:
@@ -84,6 +87,7 @@ class Asker:
             why=_why(ctx, capability, host_ask),
         )
 
+    @waits.traced_wait(waits.approval)
     async def ask_operator(
         self, ctx: RequestContext, upstream: str, params: dict[str, Any], expiry_s: float, qid: str, why: str
     ) -> dict[str, Any]:

@@ -146,3 +146,7 @@ class RequestContext:
     last_progress: float | None = None  # the last progress value relayed to this request's host
     request_id: Id | None = None  # the host's id for this request (a listen stream is named by it)
     plain: LiveCall | None = None  # a plain tools/call in flight, listed for operators if it runs long
+    # Tracing only (mcpx/telemetry/tracing.py; both stay None when it is off): the HTTP request's
+    # headers, for a `traceparent` there, and this request's span once started.
+    http_headers: dict[str, str] | None = None
+    span: Any = None

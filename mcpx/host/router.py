@@ -15,6 +15,7 @@ from ..connections.registry import ConnectionRegistry
 from ..protocol import jsonrpc, legacy, modern
 from ..protocol.errors import InternalError, InvalidRequest, McpError
 from ..protocol.revisions import LEGACY_LATEST, META_CLIENT_INFO, META_LOG_LEVEL, MODERN
+from ..telemetry import tracing
 from . import wirelog
 from .connection import HostConnection, RequestContext, Send
 from .dispatch import INSTRUCTIONS, SERVER_INFO, Dispatcher
@@ -46,10 +47,21 @@ class Call:
             self.on_done = hook
 
 
+# Told of each host tools/call once answered: (exposed tool name, era, reply frame or None, seconds).
+OnToolCall = Callable[[object, str, dict[str, Any] | None, float], None]
+
+
 class HostRouter:
     def __init__(
-        self, dispatcher: Dispatcher, registry: ConnectionRegistry, *, rate: float = 1000, burst: int = 2000
+        self,
+        dispatcher: Dispatcher,
+        registry: ConnectionRegistry,
+        *,
+        rate: float = 1000,
+        burst: int = 2000,
+        on_tool_call: OnToolCall | None = None,
     ) -> None:
+        self.on_tool_call = on_tool_call  # the daemon's metrics (telemetry/metrics.py)
         self.rate = rate  # connections.maxRequestsPerSecond
         self.burst = burst
         self.dispatcher = dispatcher
@@ -150,6 +162,8 @@ class HostRouter:
 
     async def run(self, call: Call, ctx: RequestContext, msg: jsonrpc.Message) -> None:
         rid = msg.id
+        began = time.perf_counter()
+        traced = None if tracing.tracer is None else tracing.server_span(ctx, msg, ctx.http_headers)
         try:
             with call.scope:
                 call.frame = await self.dispatcher.reply(ctx, msg)
@@ -159,6 +173,10 @@ class HostRouter:
             if call.frame is not None:
                 emit(ctx.revision, msg.method, call.frame)
         finally:
+            if traced is not None:
+                traced.end(call.frame)
+            if self.on_tool_call is not None and msg.method == "tools/call":
+                self.on_tool_call(msg.params.get("name"), ctx.era, call.frame, time.perf_counter() - began)
             self.running.discard(call)
             if ctx.conn.in_flight.get(rid) is call.scope:
                 del ctx.conn.in_flight[rid]

@@ -30,7 +30,7 @@ from ..questions.question import Question, QuestionStatus
 from ..tasks.model import TERMINAL, Task
 from . import codec
 from .base import BeforeCommit, Claim, Durability, OnForward, OnLeaseEnded, Snapshot, StoreError, TaskQuery
-from .queue import QueuedWrites, Write, WriteQueue, WriteSql
+from .queue import CommitTimer, QueuedWrites, Write, WriteQueue, WriteSql
 from .sql import EVENT_COLS, TASK_COLS, Params, connection_page, event_page, owner_page, question_page, task_page
 from .sqlite import now_ms
 
@@ -161,6 +161,7 @@ class PostgresStore(QueuedWrites):
         on_lease_ended: OnLeaseEnded | None = None,
         durability: Durability = "power-loss",
         before_commit: BeforeCommit | None = None,
+        commit_timer: CommitTimer | None = None,
     ) -> None:
         """`on_forward` and `on_lease_ended` hear, through NOTIFY, what the other daemons on the
         database ask of this one's tasks and when one of them stops."""
@@ -172,7 +173,7 @@ class PostgresStore(QueuedWrites):
         self.db: asyncpg.Connection | None = None  # the writer's
         self.readers: asyncpg.Pool | None = None
         self._listener: asyncpg.Connection | None = None
-        self._queue = WriteQueue()
+        self._queue = WriteQueue(commit_timer)  # commit_timer: the daemon's metrics
         self._sql = _WRITES
         self.on_forward = on_forward
         self.on_lease_ended = on_lease_ended

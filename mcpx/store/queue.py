@@ -3,6 +3,7 @@ and the writes both stores offer, as statements in each one's dialect."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -35,8 +36,13 @@ class Write:
     refused: bool = False
 
 
+# Told how long each batch's commit took, in seconds (the daemon's metrics: store commit latency).
+CommitTimer = Callable[[float], None]
+
+
 class WriteQueue:
-    def __init__(self) -> None:
+    def __init__(self, commit_timer: CommitTimer | None = None) -> None:
+        self.commit_timer = commit_timer
         self._send: MemoryObjectSendStream[Write] | None = None
         self._recv: MemoryObjectReceiveStream[Write] | None = None
         self._draining = False
@@ -95,7 +101,12 @@ class WriteQueue:
                             batch.append(recv.receive_nowait())
                         except (anyio.WouldBlock, anyio.EndOfStream):  # EndOfStream: closed meanwhile
                             break
-                    await commit(batch)
+                    if self.commit_timer is None:
+                        await commit(batch)
+                    else:
+                        began = time.perf_counter()
+                        await commit(batch)
+                        self.commit_timer(time.perf_counter() - began)
         finally:
             self._drained.set()
 

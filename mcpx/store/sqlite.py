@@ -25,7 +25,7 @@ from ..questions.question import Question, QuestionStatus
 from ..tasks.model import TERMINAL, Task
 from . import codec
 from .base import BeforeCommit, Claim, Durability, Snapshot, StoreError, TaskQuery
-from .queue import BATCH_MAX, QueuedWrites, Write, WriteQueue, WriteSql
+from .queue import BATCH_MAX, CommitTimer, QueuedWrites, Write, WriteQueue, WriteSql
 from .sql import TASK_COLS, Params, connection_page, event_page, owner_page, question_page, task_page
 
 __all__ = ["BATCH_MAX", "SqliteStore"]
@@ -106,6 +106,7 @@ class SqliteStore(QueuedWrites):
         *,
         durability: Durability = "power-loss",
         before_commit: BeforeCommit | None = None,
+        commit_timer: CommitTimer | None = None,
     ) -> None:
         self.path = path
         self.on_commit = on_commit  # the event bus's publish, called after each commit, in order
@@ -113,7 +114,7 @@ class SqliteStore(QueuedWrites):
         self.before_commit = before_commit  # tests only: a commit that fails or waits (store/faults.py)
         self.db: aiosqlite.Connection | None = None  # the writer's
         self.reader: aiosqlite.Connection | None = None
-        self._queue = WriteQueue()
+        self._queue = WriteQueue(commit_timer)  # commit_timer: the daemon's metrics
         self._sql = _WRITES
 
     # ---- lifecycle -----------------------------------------------------------------------

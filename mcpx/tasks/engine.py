@@ -23,6 +23,7 @@ from ..events.bus import Event
 from ..protocol.errors import INTERNAL_ERROR, McpError, UpstreamError
 from ..protocol.revisions import Era
 from ..store import Claim, Store, StoreError
+from ..telemetry import tracing
 from . import changes, frame_log
 from .active import ActiveTasks
 from .control import CarryOn
@@ -124,6 +125,8 @@ class Run:
         # Also set when the run ends: lets one waiter sleep on a single event for "done or
         # something else happened" (host/parking.py) instead of a task per thing it waits for.
         self.also_wake: anyio.Event | None = None
+        self.span: Any = None  # tracing (telemetry/tracing.py): the task's span, once it is a task
+        self.started_ns = 0  # tracing: when the call began, where a call becomes a task later
 
 
 class TaskEngine:
@@ -291,7 +294,7 @@ class TaskEngine:
                 log.warning("task %s: could not carry on after the restart (%s): %s", task.id, how, reason)
                 raise
 
-        self._start(run, carry_on)
+        self._start(run, carry_on, task)
 
     async def set_upstream_task(self, run: Run, upstream_task_id: str, session: str | None = None) -> None:
         """The call under `run` became an upstream task (made in upstream HTTP session `session`,
@@ -375,7 +378,7 @@ class TaskEngine:
             raise
         run = Run(task.era)
         run.task_id = task.id
-        self._start(run, lambda: call(task))
+        self._start(run, lambda: call(task), task)
         if anchor_wait_s > 0:
             with anyio.move_on_after(anchor_wait_s):
                 await run.anchored.wait()
@@ -428,6 +431,10 @@ class TaskEngine:
         await self._save(None, task, by=by)
         run.task_id = task.id
         run.adopted.set()
+        if tracing.tracer is not None:  # the task's life began with its call
+            run.span = tracing.task_span(task, run.started_ns or None)
+            if run.done.is_set():
+                tracing.end_task(run.span, run.outcome)
         if not run.done.is_set():  # a run that ended while the row was written has nothing to cancel
             self._scopes[task.id] = run.scope
         self.frames.add(task.id, run.pending_frames)
@@ -442,11 +449,23 @@ class TaskEngine:
         return task
 
     # ---- running -------------------------------------------------------------------------
-    def _start(self, run: Run, call: Callable[[], Awaitable[dict[str, Any]]]) -> None:
+    def _start(self, run: Run, call: Callable[[], Awaitable[dict[str, Any]]], task: Task | None = None) -> None:
         assert self.tg is not None
         if run.task_id is not None:
             self._scopes[run.task_id] = run.scope
             run.adopted.set()
+        if tracing.tracer is not None:
+            if task is None:
+                run.started_ns = tracing.now_ns()
+            else:  # a task from the start: its span is the parent of its upstream calls
+                run.span = tracing.task_span(task)
+                with tracing.current(run.span):
+                    self._spawn_run(run, call)
+                return
+        self._spawn_run(run, call)
+
+    def _spawn_run(self, run: Run, call: Callable[[], Awaitable[dict[str, Any]]]) -> None:
+        assert self.tg is not None
         # The call sees its Run (current_run()): that is how the dispatcher knows a call runs
         # under the engine and may become an upstream task. The new task copies this context.
         token = _CURRENT_RUN.set(run)
@@ -486,6 +505,8 @@ class TaskEngine:
             if run.task_id is not None:
                 self._scopes.pop(run.task_id, None)
             run.done.set()
+            if run.span is not None:
+                tracing.end_task(run.span, run.outcome)
             run.anchored.set()
             if run.also_wake is not None:
                 run.also_wake.set()

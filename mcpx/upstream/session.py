@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextvars
 import itertools
 import logging
+import sys
 import weakref
 from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass, field
@@ -34,6 +35,7 @@ from ..protocol.revisions import (
 )
 from ..tasks import frame_log
 from ..tasks.frame_log import FrameSink
+from ..telemetry import tracing
 from .transport import Transport
 
 log = logging.getLogger("mcpx.upstream")
@@ -295,6 +297,9 @@ class UpstreamSession:
         meta = params.get("_meta")
         slot.wants_logs = isinstance(meta, dict) and META_LOG_LEVEL in meta
         self._pending[rid] = slot
+        span = None  # tracing: this request's CLIENT span; its context goes into params._meta
+        if tracing.tracer is not None:
+            span = tracing.client_span(self.name, self.transport.kind, self.revision, method, rid, params)
         try:
             if on_sent is not None:
                 await on_sent(rid)
@@ -322,6 +327,8 @@ class UpstreamSession:
                 self._progress.pop(token_key, None)
             for scope in slot.handlers:
                 scope.cancel()
+            if span is not None:
+                tracing.end_client(span, slot.reply, sys.exc_info()[1])
         return self._result_of(slot.reply)
 
     async def claim(self, rid: jsonrpc.Id, timeout: float | None = None) -> dict[str, Any]:

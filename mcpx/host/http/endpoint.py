@@ -28,6 +28,7 @@ from ...protocol.errors import (
     McpError,
 )
 from ...protocol.revisions import LEGACY_LATEST, MODERN, Era, is_modern
+from ...telemetry import tracing
 from ..auth import TokenTable
 from ..connection import HostConnection, RequestContext
 from ..outbound import Outbound
@@ -247,6 +248,8 @@ class McpEndpoint:
         stream = _LazyStream(send, self.router, f"{ctx.conn.record_id} request {msg.id!r}")
         if streaming:
             ctx.notify = notifier(ctx.revision, stream)
+        if tracing.tracer is not None:
+            ctx.http_headers = headers  # its traceparent, if the host sent one
         call = self.router.prepare(ctx, msg)
         if ctx.era == "modern":
             self.router.spawn(_cancel_on_disconnect, receive, call, stream)

@@ -26,6 +26,7 @@ from ...protocol import fastjson
 from ...protocol.errors import UPSTREAM_UNAVAILABLE
 from ...protocol.jsonrpc import Id
 from ...protocol.revisions import Era
+from ...telemetry import tracing
 from ..transport import Feed
 from . import h1
 from .sse import Cursor, iter_sse
@@ -117,6 +118,10 @@ class HttpTransport:
                 h["MCP-Protocol-Version"] = self.revision
             if self.session_id:
                 h["Mcp-Session-Id"] = self.session_id
+        if tracing.tracer is not None:  # the request's trace context (session.request put it in _meta)
+            meta = params.get("_meta")
+            if isinstance(meta, dict):
+                h.update({k: meta[k] for k in tracing.TRACE_KEYS if isinstance(meta.get(k), str)})
         return h
 
     async def send(self, msg: dict[str, Any]) -> None:
