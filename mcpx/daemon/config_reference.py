@@ -8,6 +8,7 @@ from pathlib import Path
 from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 
+from ..telemetry.telemetry_config import MetricsConfig, TracesConfig
 from .config import (
     AuthConfig,
     AuthToken,
@@ -28,7 +29,6 @@ from .config import (
     TasksConfig,
     ToolOverride,
 )
-from ..telemetry.telemetry_config import MetricsConfig, TracesConfig
 from .doc_blocks import rewrite_block
 
 SECTIONS: list[tuple[str, type[BaseModel]]] = [
