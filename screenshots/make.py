@@ -4,11 +4,13 @@
     python3 screenshots/make.py            # writes screenshots/*.svg
 
 The demo is live, so each run's pictures differ in ids, ages and counts; what they show does not:
-hosts with live tasks, a question form refusing a bad answer, the answer queue, a cancelled task.
+hosts with live tasks, a question form refusing a bad answer, the answer queue, a cancelled task,
+and the console in an 80x24 terminal.
 """
 
 from __future__ import annotations
 
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -89,11 +91,17 @@ async def make(app: ConsoleApp) -> None:
         await pilot.pause(0.5)
         shoot(app, "cancelled-task")
 
+        await pilot.resize_terminal(80, 24)  # a small terminal: the hosts pane folds into a line
+        await pilot.pause(1.5)
+        shoot(app, "console-80x24")
+
 
 def main() -> None:
     run = start_demo()
     try:
-        app = ConsoleApp(DaemonClient(locate_in(run.state_dir), "you"), bell=False)
+        # A settings file of its own: the README shows the default theme, whatever the user chose.
+        settings_file = Path(tempfile.mkdtemp(prefix="mcpx-screenshots-")) / "console.json"
+        app = ConsoleApp(DaemonClient(locate_in(run.state_dir), "you"), bell=False, settings_file=settings_file)
         anyio.run(make, app)
     finally:
         run.stop()
