@@ -27,6 +27,7 @@ from .backend import Backend, BackendError
 from .cli_equivalent import host_command, task_command
 from .commands import ConsoleCommands
 from .heap import HeapKeeper
+from .notices import config_notice
 from .render import now_ms
 from .screens import AllowancesScreen, ConfirmScreen, HelpScreen, QueueScreen
 from .state import STATUSES, Changes, ConsoleState, Question
@@ -175,6 +176,9 @@ class ConsoleApp(ViewsApp):
             self.rate.count()
         self._pending.merge(self.state.apply(message))
         self.event_log.apply(message)
+        notice = config_notice(message)  # a config reload: a toast, whatever the toasts setting (it is rare)
+        if notice is not None:
+            self.notify(notice.text, title=notice.title, severity=notice.severity, timeout=8)
 
     def _open(self) -> bool:
         """Not closing: while the app closes, its timers and workers can run after its widgets went."""

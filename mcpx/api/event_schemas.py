@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ..daemon.doc_blocks import rewrite_block
 from ..events.kinds import EVENT_KINDS, EventKind
-from .models import ConnectionRecord, EventOut, Json, Question, TaskStatus
+from .models import ConnectionRecord, EventOut, Json, Question, ReloadChanges, ReloadSource, TaskStatus
 
 
 class _Data(BaseModel):
@@ -103,6 +103,16 @@ class QuestionExpired(_Data):
     reason: str
 
 
+class ConfigReloaded(ReloadSource, ReloadChanges, _Data):
+    """The config file was read again and applied: the servers it started, stopped and restarted."""
+
+
+class ConfigRefused(ReloadSource, _Data):
+    """A reload found the config file unusable: the daemon serves the config it had."""
+
+    error: str = Field(description="Why, naming the file, the key and what was expected.")
+
+
 DATA: dict[EventKind, type[_Data]] = {
     "connection.opened": ConnectionOpened,
     "connection.updated": ConnectionUpdated,
@@ -115,6 +125,8 @@ DATA: dict[EventKind, type[_Data]] = {
     "question.opened": QuestionOpened,
     "question.answered": QuestionAnswered,
     "question.expired": QuestionExpired,
+    "config.reloaded": ConfigReloaded,
+    "config.refused": ConfigRefused,
 }
 assert set(DATA) == set(EVENT_KINDS)
 

@@ -89,6 +89,35 @@ class NotifySink(BaseModel):
     lastErrorMs: int | None
 
 
+class ReloadSource(BaseModel):
+    trigger: Literal["signal", "file", "api"] = Field(
+        description="What asked: SIGHUP, the config file changing, or POST /v1/config/reload (`mcpx reload`)."
+    )
+    path: str | None = Field(description="The config file read (null: the daemon started without one).")
+
+
+class ReloadChanges(BaseModel):
+    added: list[str] = Field(default_factory=list, description="Servers started.")
+    removed: list[str] = Field(
+        default_factory=list, description="Servers unlisted at once, stopped once their calls in flight ended."
+    )
+    changed: list[str] = Field(
+        default_factory=list, description="Servers restarted with their new entry (after the same drain)."
+    )
+    needsRestart: list[str] = Field(
+        default_factory=list,
+        description="Settings outside `mcpServers` that changed (e.g. `daemon.port`): ignored until the daemon restarts.",
+    )
+
+
+class ConfigReload(ReloadSource, ReloadChanges):
+    """A reload of the config file: what it changed, or why it was refused (docs/daemon-behavior.md)."""
+
+    result: Literal["applied", "refused"] = Field(description="refused: the daemon serves the config it had.")
+    atMs: int = Field(description="When, in milliseconds since the epoch.")
+    error: str | None = Field(description="Why it was refused (the file, the key and what was expected).")
+
+
 class Status(BaseModel):
     pid: int
     version: str
@@ -105,6 +134,9 @@ class Status(BaseModel):
     instance: str | None = Field(None, description="This daemon's name among those sharing a PostgreSQL store.")
     frames: FrameUsage = Field(description="The in-memory frame log (`frames` in the config): how full it is.")
     notify: list[NotifySink] = Field(default_factory=list, description="Each configured webhook and command hook.")
+    lastReload: ConfigReload | None = Field(
+        None, description="The last reload of the config since the daemon started (null: none yet)."
+    )
 
 
 class ConnectionRecord(BaseModel):
@@ -279,6 +311,10 @@ class EventPage(BaseModel):
 
 class CancelBody(_Body):
     by: str | None = Field(None, description="The operator's name, for the audit log.")
+
+
+class ReloadBody(CancelBody):
+    """Who asks for a reload of the config (`mcpx reload`), for the event log."""
 
 
 class AnswerBody(_Body):

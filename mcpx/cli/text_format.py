@@ -314,6 +314,17 @@ def upstream_lines(u: Json) -> list[str]:
     return lines
 
 
+def reload_text(reload: Json) -> str:
+    """A config reload (/v1's ConfigReload) in one or two lines: `mcpx reload`, `mcpx status`."""
+    if reload["result"] == "refused":
+        return f"refused, still serving the config it had: {reload['error']}"
+    done = [f"{what} {', '.join(reload[what])}" for what in ("added", "removed", "changed") if reload.get(what)]
+    text = "applied: " + ("; ".join(done) if done else "no server changed")
+    if reload.get("needsRestart"):
+        text += f"\nneeds a restart (ignored until then): {', '.join(reload['needsRestart'])}"
+    return text
+
+
 def status_text(status: Json, folder: str) -> str:
     lines = [
         f"mcpx {status['version']} running: pid {status['pid']}, {status.get('url')}, up {status['uptimeS']:.0f} s"
@@ -332,6 +343,10 @@ def status_text(status: Json, folder: str) -> str:
     if isinstance(frames, dict):
         kept, budget = frames["bytes"] / 2**20, frames["budgetBytes"] / 2**20
         lines.append(f"frames kept in memory: {frames['tasks']} tasks, {kept:.1f} of {budget:.0f} MB")
+    reload = status.get("lastReload")
+    if isinstance(reload, dict):
+        said = reload_text(reload).replace("\n", "; ")
+        lines.append(f"last config reload, {stamp(reload.get('atMs'))} ({reload['trigger']}): {said}")
     for sink in status.get("notify") or []:  # docs/notify.md: how each webhook and command hook does
         counts = f"{sink['delivered']} delivered, {sink['failed']} failed, {sink['dropped']} dropped, {sink['queued']} queued"
         lines.append(f"notify {sink['sink']} ({sink['kind']} {sink['target']}): {counts}")

@@ -19,5 +19,7 @@ EventKind = Literal[
     "question.opened",
     "question.answered",
     "question.expired",
+    "config.reloaded",
+    "config.refused",
 ]
 EVENT_KINDS: tuple[EventKind, ...] = get_args(EventKind)

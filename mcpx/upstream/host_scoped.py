@@ -84,6 +84,11 @@ class HostInstances:
             if own is not None:
                 await self._stop(key, connection, own, "its host connection closed")
 
+    def take(self, key: str) -> list[UpstreamServer]:
+        """The hosts' processes of a server the config no longer runs as it was (a reload removed or
+        changed it): handed to the caller to stop once drained; a host's next call starts a new one."""
+        return list(self._running.pop(key, {}).values())
+
     async def _stop(self, key: str, connection: str, own: UpstreamServer, why: str) -> None:
         log.info("upstream %s: stopping the process of connection %s: %s", key, connection, why)
         await own.stop()

@@ -144,6 +144,7 @@ class UpstreamServer:
         self._watch_changed = anyio.Event()
         self.on_resource_updated = on_resource_updated
         self.in_flight = 0  # host requests at this server now (mcpx.maxInFlight)
+        self._went_idle = anyio.Event()  # set (and renewed) each time in_flight falls to 0
         # When its last host request ended, on time.monotonic (a `scope: host` process idles out);
         # not on `clock`, which is the restart loop's alone.
         self.last_used = time.monotonic()
@@ -184,6 +185,14 @@ class UpstreamServer:
         finally:
             self.in_flight -= 1
             self.last_used = time.monotonic()
+            if self.in_flight == 0:
+                self._went_idle.set()
+                self._went_idle = anyio.Event()
+
+    async def idle(self) -> None:
+        """Until no host request is in flight here (a server a reload removes drains before it stops)."""
+        while self.in_flight:
+            await self._went_idle.wait()
 
     @property
     def state(self) -> UpstreamState:
@@ -595,23 +604,31 @@ class UpstreamPool:
         k = config.keepers
         self.keepers = KeeperSettings(keepers_folder, k.graceS, k.bufferBytes) if keepers_folder and k.enabled else None
         self.keepers_folder = keepers_folder
+        self._log_dir = log_dir
+        self._sessions_folder = sessions_folder
+        self._on_change = on_change
+        self._on_resource_updated = on_resource_updated
+        self._ask_operator = ask_operator
         self.servers = {
-            key: UpstreamServer(
-                key,
-                cfg,
-                config.namespace_of(key),
-                log_dir,
-                keepers=self.keepers,
-                sessions_folder=sessions_folder,
-                on_change=on_change,
-                on_resource_updated=on_resource_updated,
-                ask_operator=ask_operator,
-            )
-            for key, cfg in config.active_servers.items()
+            key: self.make_server(key, cfg, config.namespace_of(key)) for key, cfg in config.active_servers.items()
         }
         self._listings: dict[str, tuple[list[list[dict[str, Any]]], list[Route], dict[str, Route]]] = {}
         self.foreign = ForeignSessions()  # other daemons' upstream sessions, to follow their tasks in
         self.detached = False  # `mcpx stop --keep-upstreams`: the kept servers wait for the next daemon
+
+    def make_server(self, key: str, cfg: ServerConfig, namespace: str | None) -> UpstreamServer:
+        """A server of this pool, not started (a reloaded config adds them too: upstream/reconfigure.py)."""
+        return UpstreamServer(
+            key,
+            cfg,
+            namespace,
+            self._log_dir,
+            keepers=self.keepers,
+            sessions_folder=self._sessions_folder,
+            on_change=self._on_change,
+            on_resource_updated=self._on_resource_updated,
+            ask_operator=self._ask_operator,
+        )
 
     async def run(self, tg: TaskGroup) -> None:
         self.foreign.start(tg)
@@ -625,7 +642,7 @@ class UpstreamPool:
     async def wait_started(self, wait: float = READY_WAIT_S) -> None:
         """Give every upstream a bounded chance to come up, so a first tools/list is complete."""
         with anyio.move_on_after(wait):
-            for server in self.servers.values():
+            for server in list(self.servers.values()):  # (a reload may change the dict meanwhile)
                 await server.first_attempt.wait()
 
     def listing(self, kind: str) -> list[Route]:
