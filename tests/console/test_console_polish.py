@@ -154,3 +154,26 @@ async def test_s_reorders_the_rows_without_making_them_again() -> None:
         v = app.table.view
         assert app.table.shown() == [r.id for r in app.state.visible(sort=v.sort, descending=v.descending)]
         assert app.table.stats.rebuilds == rebuilds
+
+
+# ---- read-only against the real daemon -------------------------------------------------------
+
+
+async def test_a_read_only_console_is_not_counted_as_an_operator(start_daemon: object) -> None:
+    """Attached as an operator, a console that cannot answer would have questions wait for it."""
+    from harness import Api
+
+    from console.client import DaemonClient, locate_in
+
+    d = start_daemon({"mcpServers": {}})  # type: ignore[operator]  # the conftest fixture: a callable
+    watcher = ConsoleApp(
+        DaemonClient(locate_in(d.state_dir), "wanda", attach_as_operator=False), bell=False, read_only=True
+    )
+    olga = ConsoleApp(DaemonClient(locate_in(d.state_dir), "olga"), bell=False)
+    async with watcher.run_test(size=SIZE) as p1, olga.run_test(size=SIZE) as p2:
+        await until(p1, lambda: watcher.link == "connected" and watcher.daemon_version is not None, "the feed")
+        await until(p2, lambda: "olga" in olga.state.operators, "olga attached")
+        with Api(d) as api:
+            operators = api.get("/v1/status").json()["operators"]
+        assert operators == ["olga"]
+        assert "olga" in watcher.state.operators and "wanda" not in watcher.state.operators
