@@ -162,3 +162,34 @@ def test_tracing_is_on_only_when_configured(env: dict[str, str], enabled: bool, 
 
 def test_off_means_no_tracer() -> None:
     assert tracing.tracer is None  # nothing turned it on in this process: every hook is skipped
+
+
+@pytest.mark.anyio
+async def test_waiting_for_an_answer_is_a_span_under_the_request(spans: InMemorySpanExporter) -> None:
+    from mcpx.telemetry import waits
+
+    class Asker:
+        @waits.traced_wait(waits.question)
+        async def ask(self, ctx: RequestContext, method: str, params: dict[str, Any], server: str) -> dict[str, Any]:
+            return {"action": "accept"}
+
+    ctx = _ctx()
+    traced = tracing.server_span(ctx, _msg("tools/call", {"name": "up__ask"}), None)
+    assert await Asker().ask(ctx, "elicitation/create", {}, "up") == {"action": "accept"}
+    traced.end(jsonrpc.result(7, {}))
+    question, server = spans.get_finished_spans()
+    assert question.name == "mcpx.question elicitation/create"
+    assert question.parent is not None and question.parent.span_id == server.context.span_id
+    assert (question.attributes or {})["mcpx.upstream"] == "up"
+
+
+@pytest.mark.anyio
+async def test_off_a_decorated_wait_makes_no_span() -> None:
+    from mcpx.telemetry import waits
+
+    @waits.traced_wait(waits.mrtr_round)
+    async def ask_round(_self: object, ctx: RequestContext, requests: dict[str, Any], server: str) -> int:
+        return len(requests)
+
+    assert tracing.tracer is None
+    assert await ask_round(None, _ctx(), {"a": 1}, "up") == 1
