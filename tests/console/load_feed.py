@@ -200,7 +200,7 @@ class LoadBackend:
             "upstream": self.rng.choice(UPSTREAMS), "era": host.era, "connectionId": host.id,
             "owner": "modern" if host.era == "modern" else "conn", "createdMs": created,
             "updatedMs": created + 50, "ttlMs": 3_600_000, "expiresMs": created + 3_600_000,
-            "pollIntervalMs": 1000, "upstreamTaskId": None, "needsInput": needs_input,
+            "pollIntervalMs": 1000, "upstreamTaskId": None, "needsInput": needs_input, "why": None,
         }  # fmt: skip
 
     def _question(self, tid: str | None, host: Host, created: int) -> dict[str, Any]:
@@ -278,7 +278,7 @@ class LoadBackend:
         data = {
             "kind": "task", "upstream": self.rng.choice(UPSTREAMS), "tool": self.rng.choice(TOOLS),
             "arguments": {"n": self._task_n}, "era": host.era, "owner": "modern" if host.era == "modern" else "conn", "status": "working",
-            "statusMessage": None, "createdMs": now, "ttlMs": 3_600_000, "pollIntervalMs": 1000,
+            "statusMessage": None, "createdMs": now, "ttlMs": 3_600_000, "pollIntervalMs": 1000, "why": None,
         }  # fmt: skip
         self._task_n += 1
         self.truth[tid] = Truth("working", None, host.id, host.era)
@@ -365,7 +365,7 @@ class LoadBackend:
             "connectionId": t.connection if t else None, "owner": "conn", "createdMs": self.now, "updatedMs": self.now,
             "ttlMs": 3_600_000, "expiresMs": self.now + 3_600_000, "pollIntervalMs": 1000, "upstreamTaskId": None,
             "needsInput": bool(t and t.question), "arguments": {}, "result": None, "error": None,
-            "inputRequests": [], "events": [],
+            "inputRequests": [], "events": [], "why": None,
         }  # fmt: skip
 
     async def frames(self, task_id: str) -> list[dict[str, Any]]:

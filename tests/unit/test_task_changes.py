@@ -61,7 +61,14 @@ def test_a_new_row_is_one_created_event_with_what_the_feed_shows() -> None:
         "createdMs": 1_700_000_000_000,
         "ttlMs": 60_000,
         "pollIntervalMs": 1000,
+        "why": None,
     }
+
+
+def test_a_new_row_says_why_it_is_a_row() -> None:
+    task = base(why="listed: ran longer than 500 ms")
+    (event,) = valid(changes.transition(None, task, by="host:c-1"))
+    assert event.data["why"] == "listed: ran longer than 500 ms"
 
 
 def test_a_new_row_that_already_waits_for_input_also_says_what_it_waits_on() -> None:
