@@ -40,6 +40,13 @@ def _is_mrtr(result: object) -> bool:
     return isinstance(result, dict) and result.get("resultType") == "input_required"
 
 
+def _cannot_ask_mid_call(server: UpstreamServer) -> bool:
+    """A 2026 upstream asks only by an `input_required` result (MRTR), never by a request in the
+    middle of a call, so a call to it never needs a park to hold it open."""
+    session = server.session
+    return session is not None and session.era == "modern"
+
+
 def owner_key(ctx: RequestContext) -> str:
     return rules.owner_key(ctx.conn.principal, ctx.conn.id)
 
@@ -88,6 +95,11 @@ class ModernTasks:
                 if support == "required":
                     raise refused
                 taskable = False  # at its task limit the owner still gets its answer, inline
+            if not taskable and _cannot_ask_mid_call(server):
+                # Nothing can turn this call into a task or park it: it runs in the request's own
+                # task, as a 2025 host's plain call does (no engine run, no park, no task spawn).
+                result = await calls.call_tool(ctx, params, route, server, raw_state=True)
+                return calls.wrap_round(result, params, route, round_) if _is_mrtr(result) else result
             # Tasks carry no progress or log (tasks.md:505); other calls keep their stream.
             detached = RequestContext(
                 ctx.conn,

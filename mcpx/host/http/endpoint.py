@@ -6,6 +6,7 @@ a protocol version is stateless 2026-07-28; anything else must belong to a known
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import logging
 import math
@@ -39,6 +40,10 @@ log = logging.getLogger("mcpx.host")
 
 SSE_HEADERS = [(b"content-type", b"text/event-stream"), (b"cache-control", b"no-cache"), (b"x-accel-buffering", b"no")]
 KEEPALIVE_S = 15.0
+# A 2026 call watches for its host closing the stream (its cancellation) only once it has run this
+# long: a watcher task on every call cost a task spawn and two more loop turns per call (the
+# profile in bench/README.md), and most calls end sooner. A longer one is cancelled at most this late.
+WATCH_AFTER_S = 0.05
 _KEEPALIVE: dict[str, Any] = {}  # the session stream's keepalive comment, queued like a frame
 # Methods whose reply may stream notifications first; the rest answer as one JSON body.
 _STREAMING = frozenset({"tools/call", "prompts/get", "resources/read", "subscriptions/listen", "tasks/result"})
@@ -251,9 +256,15 @@ class McpEndpoint:
         if tracing.tracer is not None:
             ctx.http_headers = headers  # its traceparent, if the host sent one
         call = self.router.prepare(ctx, msg)
+        watch = None
         if ctx.era == "modern":
-            self.router.spawn(_cancel_on_disconnect, receive, call, stream)
-        await self.router.run(call, ctx, msg)
+            loop = asyncio.get_running_loop()
+            watch = loop.call_later(WATCH_AFTER_S, self.router.spawn, _cancel_on_disconnect, receive, call, stream)
+        try:
+            await self.router.run(call, ctx, msg)
+        finally:
+            if watch is not None:
+                watch.cancel()  # ended before the watcher was needed (or it started and ends itself)
         frame = call.frame
         if stream.disconnected:
             return
