@@ -54,7 +54,10 @@ async def test_ten_thousand_tasks_and_200_events_a_second_are_all_applied_and_sh
         shown = table.shown()
         assert table.selected() is not None and shown.index(table.selected()) == shown.index(before) + 1
         await pilot.press("slash", *"deploy", "enter")
-        assert table.view.text == "deploy" and table.stats.rebuilds == 2
+        # The filter applies while it is typed, after a short pause (console/app.py): one rebuild
+        # per pause, so at most one per key under a slow pilot, at least one for the whole word.
+        filtered = table.stats.rebuilds
+        assert table.view.text == "deploy" and 2 <= filtered <= 1 + len("deploy")
 
         # The stream goes on a while after the filter (as long as the pilot took to type it: it
         # waits for the app to go idle after each key, which under this load it seldom does).
@@ -92,7 +95,7 @@ async def test_ten_thousand_tasks_and_200_events_a_second_are_all_applied_and_sh
 
         # Row by row, in batches: never rebuilt by the feed; far fewer flushes than events.
         flushes = app.flushes - 1  # but the snapshot's
-        assert table.stats.rebuilds == 2  # the snapshot and the filter only
+        assert table.stats.rebuilds == filtered  # the stream itself rebuilt nothing
         assert 0 < table.stats.row_updates <= events
         assert flushes <= backend.batches  # a flush takes at least one batch of events...
         assert events / flushes >= 5  # ...and on average several

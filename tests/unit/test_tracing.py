@@ -38,9 +38,9 @@ def spans() -> Iterator[InMemorySpanExporter]:
 
 
 def _ctx(era: str = "legacy", transport: str = "http") -> RequestContext:
-    conn = HostConnection(transport, peer="127.0.0.1:50123")  # type: ignore[arg-type]
+    conn = HostConnection(transport, peer="127.0.0.1:50123")  # type: ignore[arg-type]  # a test string for the Literal transport
     revision = LEGACY_LATEST if era == "legacy" else MODERN
-    return RequestContext(conn, era, revision, {}, {}, None, None)  # type: ignore[arg-type]
+    return RequestContext(conn, era, revision, {}, {}, None, None)  # type: ignore[arg-type]  # era: a plain str here
 
 
 def _msg(method: str, params: dict[str, Any], rid: int = 7) -> jsonrpc.Message:
