@@ -76,7 +76,7 @@ def _instance_id(state_dir: Path) -> str:
     path = state_dir / "instance"
     if path.exists():
         return path.read_text().strip()
-    state_dir.mkdir(parents=True, exist_ok=True)
+    state_dir.mkdir(parents=True, exist_ok=True, mode=0o700)  # private from the start (state_folder.py)
     name = f"{socket.gethostname()[:24]}-{secrets.token_hex(4)}"
     name = re.sub(r"[^A-Za-z0-9_-]", "-", name)
     path.write_text(name + "\n")
