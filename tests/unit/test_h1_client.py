@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime
 import ipaddress
+import socket
 import ssl
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
@@ -292,3 +293,20 @@ async def test_tls_self_signed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
         finally:
             await client.aclose()
     monkeypatch.setattr(h1, "_ssl_context", None)
+
+
+async def test_a_body_the_server_never_reads_fails_after_the_write_timeout_not_the_call_s() -> None:
+    """A request larger than the transport's high-water mark can wait on the socket: its send keeps
+    the write timeout. (A smaller one is sent with no timer: it cannot wait, see NEVER_WAITS_BYTES.)"""
+    # A listener that never accepts: the kernel takes the connection, and its small receive buffer
+    # fills (an asyncio server would read everything into memory, unasked).
+    with socket.socket() as listener:
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(1)
+        client = h1.Client(f"http://127.0.0.1:{listener.getsockname()[1]}/mcp", write_timeout=0.3)
+        body = b"x" * (256 * h1.NEVER_WAITS_BYTES)  # 16 MiB: more than the send buffer (4 MiB at most)
+        with anyio.fail_after(10), pytest.raises(TimeoutError, match=r"stalled for 0\.3 s"):
+            async with client.stream("POST", {"Content-Type": "application/json"}, body):
+                pass
+        await client.aclose()

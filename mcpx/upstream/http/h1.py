@@ -451,6 +451,14 @@ class _CookieReply:
         return self._msg
 
 
+# A request no larger than this is written at once: the transport buffers what the socket does not
+# take and pauses the sender only past its high-water mark (64 KiB in asyncio and uvloop), and a
+# connection is only reused after its last reply was read to the end (its buffer drained). So its
+# send never waits and needs no write timeout, which cost a timer and a cancel scope per request
+# (about 11 us, a tenth of mcpx's own CPU per call). The caller's call timeout still covers it.
+NEVER_WAITS_BYTES = 64 * 1024
+
+
 class _Exchange:
     """Sends one request on entry; on exit keeps the connection if the reply was read to its end."""
 
@@ -469,8 +477,11 @@ class _Exchange:
             self.conn = conn
             try:
                 try:
-                    with anyio.fail_after(client.write_timeout):
-                        await conn.stream.send(self.data)
+                    if len(self.data) <= NEVER_WAITS_BYTES:
+                        await conn.stream.send(self.data)  # no timer: it cannot wait (see NEVER_WAITS_BYTES)
+                    else:
+                        with anyio.fail_after(client.write_timeout):
+                            await conn.stream.send(self.data)
                 except TimeoutError:
                     raise TimeoutError(
                         f"sending to {client.host_header} stalled for {client.write_timeout:g} s"
