@@ -6,6 +6,7 @@ starting -> serving -> draining (stop accepting, cancel calls) -> stopping upstr
 from __future__ import annotations
 
 import contextlib
+import gc
 import logging
 import os
 import re
@@ -457,6 +458,10 @@ class Daemon:
                 self._say_what_the_config_did()
                 if ready is not None:
                     ready(port)
+                # What starting built (modules, models, routes, the config) lives as long as the
+                # daemon: frozen out of the collector's reach, a full collection scans only what
+                # serving has made since (bench/README.md: its pauses and CPU).
+                gc.freeze()
                 await server.serve(sockets=[sock])
                 self.phase = "draining"
                 self.http_hosts.close_all()
