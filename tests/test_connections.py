@@ -158,7 +158,9 @@ url = sys.argv[1]
 body = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-11-25",
         "capabilities": {}, "clientInfo": {"name": "mcp", "version": "0.1.0"}}}
 with httpx.Client() as client:
-    reply = client.post(url, json=body, headers={"Accept": "application/json, text/event-stream"})
+    # A forwarded address names no process: the host is still told by the socket it came on.
+    headers = {"Accept": "application/json, text/event-stream", "X-Forwarded-For": "203.0.113.9"}
+    reply = client.post(url, json=body, headers=headers)
     print(reply.headers["mcp-session-id"], flush=True)
     sys.stdin.read()  # stays connected until the test is done
 """

@@ -37,6 +37,7 @@ from ..host import remote_changes
 from ..host.auth import TokenTable
 from ..host.dispatch import Dispatcher
 from ..host.http.endpoint import McpEndpoint
+from ..host.http.front import McpFirst, OneWriteHttp
 from ..host.http.sessions import HttpHosts
 from ..host.router import HostRouter
 from ..host.shim_endpoint import ShimEndpoint
@@ -407,7 +408,12 @@ class Daemon:
             app.router.default = api
             server = _Server(
                 uvicorn.Config(
-                    app,
+                    McpFirst(self.endpoint, app),
+                    http=OneWriteHttp,
+                    # A host's peer is its socket's: its label is read from the process that holds
+                    # that socket (connections/naming.py); a forwarded header from any local
+                    # process would stand in for it.
+                    proxy_headers=False,
                     log_level="warning",
                     log_config=None,  # uvicorn's records go through the daemon's handler (text or JSON)
                     lifespan="off",
