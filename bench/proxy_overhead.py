@@ -317,18 +317,12 @@ def main() -> int:
         servers: dict[str, Any] = {"fx": {"url": fixture.url}, "fxs": stdio_server(tmp, name="fxs")}
         if sdk_up:
             servers["sdk"] = {"url": sdk_up.url}
-        daemon = Daemon(tmp, {"mcpServers": servers}, name="bench", store=SQLITE)
+        # The harness's test-only frame log (a line per frame sent) only with --wire-log.
+        daemon = Daemon(tmp, {"mcpServers": servers}, name="bench", store=SQLITE, wire_log=args.wire_log)
         # The keeper pair's other side: the same stdio upstream as the daemon's own child.
         (tmp / "unkept").mkdir()
-        unkept_servers = {"fxs": stdio_server(tmp / "unkept", name="fxs")}
-        unkept = Daemon(
-            tmp, {"mcpServers": unkept_servers, "keepers": {"enabled": False}}, name="bench-unkept", store=SQLITE
-        )
-        for d in (daemon, unkept):
-            if not args.wire_log:
-                # The harness turns on the test-only frame log (MCPX_WIRE_LOG: a file opened per frame
-                # sent); an empty value turns it off, as in a real deployment.
-                d.wire_log = ""  # type: ignore[assignment]  # the harness types it a Path; an empty string is what turns the log off
+        unkept_config = {"mcpServers": {"fxs": stdio_server(tmp / "unkept", name="fxs")}, "keepers": {"enabled": False}}
+        unkept = Daemon(tmp, unkept_config, name="bench-unkept", store=SQLITE, wire_log=args.wire_log)
         rows: list[Row] = []
         try:
             daemon.start()

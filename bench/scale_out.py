@@ -74,8 +74,7 @@ def _rate(tmp: Path, label: str, stores: list[dict[str, str] | None], opts: argp
             }
             if store is not None:
                 config["store"] = store  # wins over the harness store: every instance on the one database
-            d = Daemon(tmp, config, name=f"{label}-{k}", store=SQLITE)
-            d.wire_log = ""  # type: ignore[assignment]  # the harness types it a Path; "" turns the test-only log off
+            d = Daemon(tmp, config, name=f"{label}-{k}", store=SQLITE, wire_log=False)
             daemons.append(d.start())
         w = _Spread([d.url for d in daemons])
         run_round(w, opts.workers * 10, opts.workers)  # warm

@@ -144,10 +144,8 @@ def main() -> int:
         ids: dict[int, list[str]] = {}
         try:
             for size in sizes:
-                d = Daemon(
-                    tmp, {"mcpServers": {"fx": stdio_server(tmp, name=f"fx{size}")}}, name=f"d{size}", store=SQLITE
-                )
-                d.wire_log = ""  # type: ignore[assignment]  # the harness's test-only frame log: off
+                config = {"mcpServers": {"fx": stdio_server(tmp, name=f"fx{size}")}}
+                d = Daemon(tmp, config, name=f"d{size}", store=SQLITE, wire_log=False)
                 d.start()
                 session, first = template(d)
                 d.stop()

@@ -189,11 +189,9 @@ def main() -> int:
                     "mcpServers": {"fx": stdio_server(tmp, tools={"echo": {"taskSupport": "required"}})},
                     "store": {"durability": durability},
                 }
-                d = daemons[durability] = Daemon(tmp, config, store=SQLITE, name=durability)
-                if not opts.wire_log:
-                    # The harness turns on the test-only frame log (MCPX_WIRE_LOG: a file opened per
-                    # frame sent); an empty value turns it off, as in a real deployment.
-                    d.wire_log = ""  # type: ignore[assignment]  # the harness types it a Path; "" turns it off
+                # The harness's test-only frame log (a line per frame sent) only with --wire-log.
+                d = Daemon(tmp, config, store=SQLITE, name=durability, wire_log=opts.wire_log)
+                daemons[durability] = d
                 d.start()
                 assert d.proc is not None
                 pids = (d.proc.pid, *kept_pids(d))

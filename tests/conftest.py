@@ -155,6 +155,7 @@ def start_daemon(tmp_path: Path, suite_store: SuiteStore) -> Iterator[Callable[.
             store=suite_store,
             name=kw.pop("name", f"daemon{len(started)}"),
             extra_args=kw.pop("extra_args", None),
+            wire_log=kw.pop("wire_log", True),
         )
         started.append(d)
         return d.start(**kw)

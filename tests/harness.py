@@ -160,7 +160,9 @@ class Daemon:
         store: SuiteStore,
         extra_args: list[str] | None = None,
         name: str = "daemon",
+        wire_log: bool = True,
     ) -> None:
+        """`wire_log=False`: no test-only frame log (a flood or a benchmark: a line a frame)."""
         self.tmp = tmp
         self.state_dir = tmp / f"{name}-state"
         self.config_path = tmp / f"{name}-config.json"
@@ -169,7 +171,7 @@ class Daemon:
             config["store"] = entry
         self.store_url: str | None = config.get("store", {}).get("url")
         self.config_path.write_text(json.dumps(config))
-        self.wire_log = tmp / f"{name}-wire.jsonl"
+        self.wire_log: Path | None = tmp / f"{name}-wire.jsonl" if wire_log else None
         self.stderr_path = tmp / f"{name}.stderr"
         self.extra_args = extra_args or []
         self.proc: subprocess.Popen[bytes] | daemon_launcher.ForkedDaemon | None = None
@@ -180,7 +182,7 @@ class Daemon:
         # PYTHONPATH: the daemon runs the checkout under test, whatever else pip has installed.
         env = dict(
             os.environ,
-            MCPX_WIRE_LOG=str(self.wire_log),
+            MCPX_WIRE_LOG=str(self.wire_log or ""),  # empty: off, as in a real deployment
             PYTHONPATH=os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p),
         )
         (self.state_dir / "daemon.json").unlink(missing_ok=True)
@@ -293,7 +295,7 @@ class Daemon:
                         pass
 
     def check_wire(self) -> int:
-        return check_wire_log(self.wire_log) if self.wire_log.exists() else 0
+        return check_wire_log(self.wire_log) if self.wire_log is not None and self.wire_log.exists() else 0
 
 
 def run_for_module(daemon: Daemon) -> Iterator[Daemon]:

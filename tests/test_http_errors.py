@@ -677,6 +677,7 @@ def test_foreign_origin_is_403(daemon: Daemon, host: RawHost, origin: str) -> No
     frame = error_of(resp, 403, -32600)
     assert "id" not in frame
     # Like every other frame, the refusal is in the wire log, so teardown schema-checks it.
+    assert daemon.wire_log is not None
     assert any(line["frame"] == frame for line in read_jsonl(daemon.wire_log))
 
 

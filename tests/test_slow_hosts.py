@@ -116,7 +116,9 @@ def _flood_twice(start_daemon: Any, tmp_path: Path, raw_host: Any, flood_host: F
     for reading in (True, False):
         name = "reads" if reading else "stalls"
         log = tmp_path / f"{name}.log.jsonl"
-        d = start_daemon({"mcpServers": {"fx": stdio_server(tmp_path, name=name)}}, name=name)
+        # No frame log: 80,000 progress frames, a line each, to schema-check at teardown (17 s), of a
+        # shape the rest of the suite checks; this test is about who waits for whom.
+        d = start_daemon({"mcpServers": {"fx": stdio_server(tmp_path, name=name)}}, name=name, wire_log=False)
         host = raw_host(d.url)
         host.initialize()
         _latencies(host, 20)  # warm
