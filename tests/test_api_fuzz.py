@@ -40,6 +40,7 @@ def openapi(fuzzed_daemon: Daemon) -> Any:
     return schema
 
 
+@pytest.mark.long  # ~15 s of generated requests
 @api_schema.parametrize()
 @settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
 def test_v1_answers_everything_as_documented(case: Any, fuzzed_daemon: Daemon) -> None:

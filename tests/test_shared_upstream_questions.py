@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import httpx
+import pytest
 from harness import ROOT, UNIT, Api, Daemon, RawHost, operator_attached, wait_until
 
 DEMO = {"command": sys.executable, "args": ["-m", "mcpx.demo.upstream", "--tools", "watch,confirm"]}
@@ -132,6 +133,7 @@ def test_with_two_hosts_calls_in_flight_the_question_is_an_operators_listing_bot
         feed.close()
 
 
+@pytest.mark.long  # a 10 s watch call runs beside it
 def test_with_only_one_hosts_calls_in_flight_that_host_is_asked(start_daemon: Any) -> None:
     d = start_daemon({"mcpServers": {"demo": DEMO}})
     b = _host(d)
@@ -172,6 +174,7 @@ def test_a_host_without_elicitation_leaves_the_question_to_the_attached_operator
         feed.close()
 
 
+@pytest.mark.long  # a 10 s watch call runs beside it
 def test_with_no_operator_attached_the_server_is_told_why_at_once(start_daemon: Any) -> None:
     d = start_daemon({"mcpServers": {"demo": DEMO}, "questions": {"operatorGraceMs": 200}})
     a, b = _host(d), _host(d)
@@ -231,6 +234,7 @@ def test_with_scope_host_each_host_has_its_own_process_and_answers_its_own_quest
     wait_until(lambda: len(_own_processes(d)) == 1, 10, "B's process to stop")
 
 
+@pytest.mark.long  # the refused call waits out host_scoped.WAIT_FOR_ROOM_S (10 s)
 def test_scope_host_is_bounded_by_max_instances(start_daemon: Any) -> None:
     server = {**DEMO, "mcpx": {"scope": "host", "maxInstances": 1}}
     d = start_daemon({"mcpServers": {"demo": server}})

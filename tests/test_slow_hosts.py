@@ -23,6 +23,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
 from harness import Daemon, RawHost, modern_meta, read_jsonl, stdio_server, wait_until
 
 # As fast as the upstream can: the kernel's socket buffers take a few MB (10,000 notifications and
@@ -154,6 +155,7 @@ def _read_until_reply(sock: socket.socket) -> bytes:
     return received
 
 
+@pytest.mark.long  # a 40,000-notification flood, twice
 def test_a_stdio_host_that_stops_reading_does_not_slow_the_other_hosts(
     start_daemon: Any, tmp_path: Path, raw_host: Any
 ) -> None:
@@ -187,6 +189,7 @@ def _http_host(d: Daemon, session: RawHost, *, reading: bool) -> socket.socket:
     return sock
 
 
+@pytest.mark.long  # a 40,000-notification flood, twice
 def test_an_http_host_that_stops_reading_its_stream_loses_progress_not_its_reply(
     start_daemon: Any, tmp_path: Path, raw_host: Any
 ) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 import socket
 import sys
 import threading
@@ -167,15 +168,28 @@ def test_call_timeout_abandons_the_call_and_cancels_it_upstream(
     )
 
 
-@pytest.mark.long
 def test_stubborn_upstream_is_killed_at_shutdown(start_daemon: Any, tmp_path: Path, raw_host: Any) -> None:
+    """A server that ignores SIGTERM: the fixture, exec'd with SIGTERM ignored (an ignored signal stays
+    ignored across exec), so it starts at once and only its stop is stubborn."""
     marker = tmp_path / "stubborn.pid"
-    script = f"import os,signal,time; signal.signal(signal.SIGTERM, signal.SIG_IGN); open({str(marker)!r},'w').write(str(os.getpid())); time.sleep(600)"
-    d = start_daemon(
-        {"mcpServers": {"stub": {"command": sys.executable, "args": ["-c", script]}}}, wait_upstreams=False
+    fixture = stdio_server(tmp_path, name="stub")
+    argv = [fixture["command"], *fixture["args"]]
+    script = (
+        "import os,signal,sys; signal.signal(signal.SIGTERM, signal.SIG_IGN);"
+        f" open({str(marker)!r},'w').write(str(os.getpid())); os.execv(sys.executable, {argv!r})"
     )
+    d = start_daemon({"mcpServers": {"stub": {"command": sys.executable, "args": ["-c", script]}}})
     pid = int(wait_until(lambda: marker.exists() and marker.read_text(), what="stubborn child"))
+    assert int(_status_field(pid, "SigIgn"), 16) & (1 << (signal.SIGTERM - 1)), "SIGTERM is not ignored"
     started = time.monotonic()
     assert d.stop() == 0
     assert time.monotonic() - started < 15
     assert not Path(f"/proc/{pid}").exists() or "zombie" in Path(f"/proc/{pid}/status").read_text().lower()
+
+
+def _status_field(pid: int, name: str) -> str:
+    """A field of /proc/<pid>/status (e.g. SigIgn, the ignored signals' mask in hex)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith(name + ":"):
+            return line.split(":", 1)[1].strip()
+    raise AssertionError(f"no {name} in /proc/{pid}/status")
