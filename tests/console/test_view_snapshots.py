@@ -10,6 +10,7 @@ from typing import Any
 from pilot_wait import until
 from snapshot_app import CONNECTIONS, NOW, QUESTIONS, TASKS, ReplayBackend, snapshot
 from textual.pilot import Pilot
+from textual.widgets import Input
 
 from console import render
 from console.app import ConsoleApp
@@ -64,6 +65,12 @@ def views_app() -> ConsoleApp:
     return ConsoleApp(ViewsBackend([snapshot(TASKS, questions, CONNECTIONS), *EVENTS]), bell=False)
 
 
+def _suggested(pilot: Pilot[None]) -> str:
+    """What the command line suggests now (textual keeps it in the Input's `_suggestion`)."""
+    box = pilot.app.screen.query("#command-input").first(Input)
+    return str(getattr(box, "_suggestion", ""))
+
+
 async def to_view(pilot: Pilot[None], typed: str) -> None:
     app = pilot.app
     assert isinstance(app, ConsoleApp)
@@ -76,7 +83,12 @@ async def to_view(pilot: Pilot[None], typed: str) -> None:
 
 def test_the_command_line_completes_a_view_name(snap_compare: Any) -> None:
     async def typing(pilot: Pilot[None]) -> None:
+        app = pilot.app
+        assert isinstance(app, ConsoleApp)
+        await until(pilot, lambda: app.state.seq == EVENTS[-1]["seq"] and app.flushes > 0, "the feed folded in")
         await pilot.press("colon", "u")
+        # The suggestion comes from a worker: under load one pause was not always enough.
+        await until(pilot, lambda: _suggested(pilot) == "upstreams", "the suggestion shown")
         await pilot.pause()
 
     assert snap_compare(views_app(), terminal_size=SIZE, run_before=typing)
