@@ -234,15 +234,15 @@ def test_with_scope_host_each_host_has_its_own_process_and_answers_its_own_quest
     wait_until(lambda: len(_own_processes(d)) == 1, 10, "B's process to stop")
 
 
-@pytest.mark.long  # the refused call waits out host_scoped.WAIT_FOR_ROOM_S (10 s)
 def test_scope_host_is_bounded_by_max_instances(start_daemon: Any) -> None:
-    server = {**DEMO, "mcpx": {"scope": "host", "maxInstances": 1}}
+    server = {**DEMO, "mcpx": {"scope": "host", "maxInstances": 1, "roomWaitS": 1}}
     d = start_daemon({"mcpServers": {"demo": server}})
     a, b = _host(d), _host(d)
     watching = _watch(a, seconds=30)
     refused = b.legacy("tools/call", {"name": "demo__watch", "arguments": {"target": "x", "maxSeconds": 1}}).json()
     assert refused["error"]["code"] == -32600, refused
     assert "mcpServers.demo.mcpx.maxInstances" in refused["error"]["message"], refused
+    assert "none stopped within 1 s (roomWaitS" in refused["error"]["message"], refused
     assert a.client.delete(d.url, headers=a._legacy_headers()).status_code in (200, 204)
     watching.thread.join(10)
     again = b.legacy("tools/call", {"name": "demo__watch", "arguments": {"target": "x", "maxSeconds": 1}}).json()

@@ -62,7 +62,13 @@ class McpxServerOptions(_Strict):
         16,
         gt=0,
         description="With `scope: host`: the most processes of this server at once. A host's first call beyond it"
-        " waits up to 10 s for one to stop, then fails with -32600 naming this limit.",
+        " waits up to `roomWaitS` for one to stop, then fails with -32600 naming this limit.",
+    )
+    roomWaitS: float = Field(
+        10,
+        ge=0,
+        description="With `scope: host`: how long a host's first call beyond `maxInstances` waits for another"
+        " host's process to stop before it fails.",
     )
     idleStopS: float = Field(
         300, gt=0, description="With `scope: host`: a host's process with no call for this long is stopped."

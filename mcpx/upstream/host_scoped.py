@@ -22,7 +22,6 @@ from .pool import UpstreamServer
 
 log = logging.getLogger("mcpx.upstream")
 
-WAIT_FOR_ROOM_S = 10.0  # a host's first call beyond maxInstances waits this long for a process to stop
 SWEEP_EVERY_S = 5.0
 
 MakeInstance = Callable[[UpstreamServer, str], UpstreamServer]  # (the shared server, connection id)
@@ -55,8 +54,8 @@ class HostInstances:
         own = running.get(connection)
         if own is not None:
             return own
-        limit = shared.cfg.mcpx.maxInstances
-        with anyio.move_on_after(WAIT_FOR_ROOM_S):
+        limit, wait_s = shared.cfg.mcpx.maxInstances, shared.cfg.mcpx.roomWaitS
+        with anyio.move_on_after(wait_s):
             while len(running) >= limit and connection not in running:
                 freed = self._freed
                 await freed.wait()
@@ -68,7 +67,7 @@ class HostInstances:
                 f"mcpServers.{shared.key}.mcpx.maxInstances",
                 limit,
                 "that many hosts have a process of this server of their own; none stopped within"
-                f" {WAIT_FOR_ROOM_S:g} s (each stops when its host disconnects or after idleStopS)",
+                f" {wait_s:g} s (roomWaitS; each stops when its host disconnects or after idleStopS)",
             )
         own = self.make(shared, connection)
         running[connection] = own

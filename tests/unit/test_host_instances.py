@@ -81,12 +81,11 @@ async def test_an_idle_process_is_stopped_a_busy_one_is_not(monkeypatch: pytest.
         tg.cancel_scope.cancel()
 
 
-async def test_beyond_max_instances_a_host_waits_for_room_then_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(host_scoped, "WAIT_FOR_ROOM_S", 0.2)
+async def test_beyond_max_instances_a_host_waits_for_room_then_is_refused() -> None:
     instances = HostInstances(make)
     async with anyio.create_task_group() as tg:
         await instances.run(tg)
-        up = shared(maxInstances=1)
+        up = shared(maxInstances=1, roomWaitS=0.2)
         first = await instances.for_host(up, "a")
         with pytest.raises(LimitReached) as refused:
             await instances.for_host(up, "b")
