@@ -384,6 +384,8 @@ class Daemon:
             origins = self.config.daemon.allowedOrigins
             app = Starlette(
                 routes=[
+                    # McpFirst (below) serves /mcp itself; the route stays for what reaches the app
+                    # anyway, e.g. /mcp/, which Starlette redirects to /mcp.
                     Route("/mcp", self.endpoint),
                     Route(
                         "/metrics",
