@@ -423,6 +423,55 @@ class RawHost:
         self.close()
 
 
+class ShimHost:
+    """`mcpx serve` attached to a running daemon (one host connection), replies matched by id."""
+
+    def __init__(self, daemon: Daemon, client_name: str = "pytest-shim") -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "mcpx", "serve", "--state-dir", str(daemon.state_dir)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+        )
+        self.frames: list[dict[str, Any]] = []
+        self._ids = 0
+        self._lock = threading.Lock()
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+        init = {"protocolVersion": LEGACY, "capabilities": {}, "clientInfo": {"name": client_name, "version": "0"}}
+        assert "result" in self.request("initialize", init, timeout=20), "the shim did not initialize"
+        self.write({"jsonrpc": "2.0", "method": "notifications/initialized"})
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            if line.strip():
+                self.frames.append(json.loads(line))
+
+    def write(self, frame: dict[str, Any]) -> None:
+        assert self.proc.stdin is not None
+        with self._lock:
+            self.proc.stdin.write(json.dumps(frame).encode() + b"\n")
+            self.proc.stdin.flush()
+
+    def request(self, method: str, params: dict[str, Any], timeout: float = 10) -> dict[str, Any]:
+        with self._lock:
+            self._ids += 1
+            rid = f"shim-{self._ids}"
+        self.write({"jsonrpc": "2.0", "id": rid, "method": method, "params": params})
+        return wait_until(
+            lambda: next((f for f in self.frames if f.get("id") == rid and "method" not in f), None),
+            timeout,
+            f"the shim's reply to {method}",
+        )
+
+    def close(self) -> None:
+        end_by_eof(self.proc)
+        self._reader.join(5)
+        assert self.proc.stdout is not None
+        self.proc.stdout.close()
+
+
 def sse_frames(resp: httpx.Response) -> list[dict[str, Any]]:
     """Every JSON frame of an SSE body (or the one JSON body)."""
     if "text/event-stream" not in resp.headers.get("content-type", ""):

@@ -36,9 +36,7 @@ from __future__ import annotations
 
 import json
 import secrets
-import subprocess
 import sys
-import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -53,8 +51,8 @@ from harness import (
     Daemon,
     ListenStream,
     RawHost,
+    ShimHost,
     SuiteStore,
-    end_by_eof,
     modern_meta,
     reply_of,
     run_for_module,
@@ -150,59 +148,10 @@ class Stateless:
         return _answer(self._host.modern(method, params, meta=self.meta, headers=headers))
 
 
-class Shim:
-    """`mcpx serve` attached to a running daemon (one host connection), replies matched by id."""
-
-    def __init__(self, daemon: Daemon) -> None:
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "mcpx", "serve", "--state-dir", str(daemon.state_dir)],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-        )
-        self.frames: list[dict[str, Any]] = []
-        self._ids = 0
-        self._lock = threading.Lock()
-        self._reader = threading.Thread(target=self._read, daemon=True)
-        self._reader.start()
-        init = {"protocolVersion": LEGACY, "capabilities": {}, "clientInfo": {"name": "pytest-shim", "version": "0"}}
-        assert "result" in self.request("initialize", init, timeout=20), "the shim did not initialize"
-        self.write({"jsonrpc": "2.0", "method": "notifications/initialized"})
-
-    def _read(self) -> None:
-        assert self.proc.stdout is not None
-        for line in self.proc.stdout:
-            if line.strip():
-                self.frames.append(json.loads(line))
-
-    def write(self, frame: dict[str, Any]) -> None:
-        assert self.proc.stdin is not None
-        with self._lock:
-            self.proc.stdin.write(json.dumps(frame).encode() + b"\n")
-            self.proc.stdin.flush()
-
-    def request(self, method: str, params: dict[str, Any], timeout: float = 10) -> dict[str, Any]:
-        with self._lock:
-            self._ids += 1
-            rid = f"shim-{self._ids}"
-        self.write({"jsonrpc": "2.0", "id": rid, "method": method, "params": params})
-        return wait_until(
-            lambda: next((f for f in self.frames if f.get("id") == rid and "method" not in f), None),
-            timeout,
-            f"the shim's reply to {method}",
-        )
-
-    def close(self) -> None:
-        end_by_eof(self.proc)
-        self._reader.join(5)
-        assert self.proc.stdout is not None
-        self.proc.stdout.close()
-
-
 class ShimParty:
     """A shim connection speaking one era (the two eras of one connection are two owners)."""
 
-    def __init__(self, shim: Shim, era: str, label: str) -> None:
+    def __init__(self, shim: ShimHost, era: str, label: str) -> None:
         self.shim, self.era, self.label = shim, era, label
         self.created: list[str] = []
 
@@ -285,11 +234,11 @@ def auth_daemon(tmp_path_factory: pytest.TempPathFactory, suite_store: SuiteStor
 
 
 @pytest.fixture(scope="module")
-def shims(open_daemon: Daemon, auth_daemon: Daemon) -> Iterator[dict[str, Shim]]:
-    started: dict[str, Shim] = {}
+def shims(open_daemon: Daemon, auth_daemon: Daemon) -> Iterator[dict[str, ShimHost]]:
+    started: dict[str, ShimHost] = {}
     try:
         for name, d in (("a", open_daemon), ("b", open_daemon), ("auth", auth_daemon)):
-            started[name] = Shim(d)
+            started[name] = ShimHost(d)
         yield started
     finally:
         for s in started.values():
@@ -306,7 +255,7 @@ class World:
 
 
 @pytest.fixture(scope="module")
-def world(open_daemon: Daemon, auth_daemon: Daemon, shims: dict[str, Shim]) -> World:
+def world(open_daemon: Daemon, auth_daemon: Daemon, shims: dict[str, ShimHost]) -> World:
     o, a = open_daemon.url, auth_daemon.url
     w = World(open_daemon, auth_daemon)
     w.parties = {

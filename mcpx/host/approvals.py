@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..daemon.config import Config
+from ..protocol import request_state
 from ..protocol.ids import opaque_id
 from ..questions import routing
 from ..store import Store
@@ -28,6 +29,15 @@ from .connection import RequestContext
 META_KEY = "io.mcpx/approval"  # in the question's params: what is being approved, for UIs
 ALLOW, ALLOW_FOR_HOST, DENY = "allow", "allow-for-host", "deny"
 MAX_ARGUMENTS_SHOWN = 2000  # characters of the arguments in the question's message
+
+
+@dataclass(frozen=True)
+class Resumed:
+    """A later round of a call that already passed its gate: mcpx verified the requestState
+    envelope it signed for this very call and host (`nonce`), or mcpx retries the call itself
+    (`nonce` None). Nothing a host puts in its params stands for one."""
+
+    nonce: str | None
 
 
 @dataclass(frozen=True)
@@ -115,6 +125,9 @@ class Approvals:
         self.store = store
         self.clock = clock
         self._allowances: dict[str, Allowance] = {}
+        # Nonces of envelopes that already took a gated call past its gate, until they expire: an
+        # approval lets each round reach the upstream once, not once per replay of its envelope.
+        self._spent: dict[str, int] = {}
 
     def gate(self, server: UpstreamServer, tool: str) -> str | None:
         """The first approval glob that holds this tool (its own name or the one hosts see), or None."""
@@ -140,12 +153,30 @@ class Approvals:
         allowance = self._allowances.get(f"{connection}\0{upstream}\0{tool}")
         return allowance is not None and allowance.until_ms > int(self.clock() * 1000)
 
-    async def check(self, ctx: RequestContext, server: UpstreamServer, params: dict[str, Any]) -> str | None:
-        """None when the call may go on; else what its host is told (the call is not run)."""
+    def _continues(self, resumed: Resumed | None) -> bool:
+        """Whether a gated call is a later round of one already let through: mcpx's own retry, or
+        an envelope of mcpx's (verified by the caller) presented for the first time."""
+        if resumed is None:
+            return False
+        if resumed.nonce is None:
+            return True
+        now = int(self.clock() * 1000)
+        for nonce in [n for n, until in self._spent.items() if until <= now]:
+            del self._spent[nonce]
+        if resumed.nonce in self._spent:
+            return False
+        self._spent[resumed.nonce] = now + request_state.LIFETIME_MS
+        return True
+
+    async def check(
+        self, ctx: RequestContext, server: UpstreamServer, params: dict[str, Any], resumed: Resumed | None = None
+    ) -> str | None:
+        """None when the call may go on; else what its host is told (the call is not run).
+        Whatever the host put in `requestState` plays no part: only `resumed` skips the gate."""
         tool = str(params.get("name"))
-        gate = None if "requestState" in params else self.gate(server, tool)
-        if gate is None:
-            return None  # (a later MRTR round of a call already approved carries mcpx's signed state)
+        gate = self.gate(server, tool)
+        if gate is None or self._continues(resumed):
+            return None
         connection = ctx.conn.record_id
         if self._allowed(connection, server.key, tool):
             return None

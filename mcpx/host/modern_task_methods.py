@@ -20,6 +20,7 @@ from ..store import StoreError
 from ..tasks.engine import ANCHOR_WAIT_S, Run, now_ms
 from ..tasks.model import Task
 from ..upstream.pool import Route, UpstreamServer
+from .approvals import Resumed
 from .connection import RequestContext, Send
 from .parking import PARK_LINGER_S, Park, park_of, wait_for
 from .task_host import TaskHost
@@ -73,8 +74,11 @@ class ModernTasks:
         """
         taskable = rules.taskable(ctx.client_caps, support)
         calls = self.host.calls
-        params, round_ = calls.unwrap_round({k: v for k, v in params.items() if k != "task"}, route)
-        park_id = park_of(params)  # inside, rounds carry the raw state
+        params, verified = calls.unwrap_round(ctx, {k: v for k, v in params.items() if k != "task"}, route)
+        round_ = verified.number if verified is not None else 0
+        # Only an envelope mcpx signed for this call and host continues past its approval gate.
+        resumed = Resumed(verified.nonce) if verified is not None else None
+        park_id = park_of(params) if verified is not None else None  # inside, rounds carry the raw state
         if park_id is not None:
             entry = self.parks.pop(park_id, None)
             if entry is None:
@@ -98,8 +102,8 @@ class ModernTasks:
             if not taskable and _cannot_ask_mid_call(server):
                 # Nothing can turn this call into a task or park it: it runs in the request's own
                 # task, as a 2025 host's plain call does (no engine run, no park, no task spawn).
-                result = await calls.call_tool(ctx, params, route, server, raw_state=True)
-                return calls.wrap_round(result, params, route, round_) if _is_mrtr(result) else result
+                result = await calls.call_tool(ctx, params, route, server, raw_state=True, resumed=resumed)
+                return calls.wrap_round(ctx, result, params, route, round_) if _is_mrtr(result) else result
             # Tasks carry no progress or log (tasks.md:505); other calls keep their stream.
             detached = RequestContext(
                 ctx.conn,
@@ -113,7 +117,7 @@ class ModernTasks:
             park = Park()
             detached.park = park
             slot = _Slot()
-            run = self.engine.begin("modern", self._work(detached, params, route, server, slot))
+            run = self.engine.begin("modern", self._work(detached, params, route, server, slot, resumed))
             run.taskable = taskable
         try:
             deadline = self.host.config.taskAfterMs / 1000 if taskable and not slot.decided else None
@@ -129,25 +133,31 @@ class ModernTasks:
             park.rearm()
             self.parks[park.id] = (run, park, slot, detached)
             self.engine.spawn(self._forget_when_done, park.id, run)
-            return calls.wrap_round(rules.input_round(park.outstanding, park.id), params, route, round_)
+            return calls.wrap_round(ctx, rules.input_round(park.outstanding, park.id), params, route, round_)
         if outcome == "done" and (support != "required" or _is_mrtr(run.result)):
             if run.exception is not None:
                 raise run.exception
             assert run.result is not None
             if _is_mrtr(run.result):
-                return calls.wrap_round(run.result, params, route, round_)
+                return calls.wrap_round(ctx, run.result, params, route, round_)
             return run.result
         return await self._adopt(ctx, run, slot, detached, route, server, params)
 
     def _work(
-        self, detached: RequestContext, params: dict[str, Any], route: Route, server: UpstreamServer, slot: _Slot
+        self,
+        detached: RequestContext,
+        params: dict[str, Any],
+        route: Route,
+        server: UpstreamServer,
+        slot: _Slot,
+        resumed: Resumed | None,
     ) -> Callable[[], Awaitable[dict[str, Any]]]:
         calls = self.host.calls
 
         async def work() -> dict[str, Any]:
-            p = dict(params)
+            p, again = dict(params), resumed
             while True:
-                res = await calls.call_tool(detached, p, route, server, raw_state=True)
+                res = await calls.call_tool(detached, p, route, server, raw_state=True, resumed=again)
                 if res.get("resultType") != "input_required":
                     return res
                 if not slot.decided:
@@ -155,7 +165,7 @@ class ModernTasks:
                 await slot.adopted.wait()
                 # Inside a task the questions become the task's inputRequests (tasks.md:346).
                 answers = await calls.ask_round(detached, res.get("inputRequests") or {}, server)
-                p = retry_params(params, res, answers)
+                p, again = retry_params(params, res, answers), Resumed(None)  # mcpx's own retry
 
         return work
 

@@ -11,9 +11,11 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from ..daemon.config import TasksConfig
+    from ..protocol.request_state import Round
     from ..questions.broker import Broker
     from ..tasks.engine import TaskEngine
     from ..upstream.pool import Route, UpstreamServer
+    from .approvals import Resumed
     from .connection import RequestContext
     from .subscriptions import Hub
 
@@ -27,6 +29,7 @@ class CallSurface(Protocol):
         server: UpstreamServer,
         *,
         raw_state: bool = False,
+        resumed: Resumed | None = None,
     ) -> dict[str, Any]:
         """One upstream tools/call, shaped for the host's revision."""
         ...
@@ -35,11 +38,17 @@ class CallSurface(Protocol):
         """Every inputRequest of one MRTR round, asked at once; the answers by key."""
         ...
 
-    def unwrap_round(self, params: dict[str, Any], route: Route) -> tuple[dict[str, Any], int]:
-        """The host's params with mcpx's signed requestState replaced by the upstream's own."""
+    def unwrap_round(
+        self, ctx: RequestContext, params: dict[str, Any], route: Route
+    ) -> tuple[dict[str, Any], Round | None]:
+        """The host's params with mcpx's signed requestState replaced by the upstream's own, and
+        the round that envelope opens (None without one); -32602 for one mcpx did not issue to
+        this host for this call."""
         ...
 
-    def wrap_round(self, res: dict[str, Any], params: dict[str, Any], route: Route, round_: int) -> dict[str, Any]:
+    def wrap_round(
+        self, ctx: RequestContext, res: dict[str, Any], params: dict[str, Any], route: Route, round_: int
+    ) -> dict[str, Any]:
         """An MRTR round for the host, its state signed by mcpx."""
         ...
 

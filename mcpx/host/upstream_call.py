@@ -23,6 +23,7 @@ import anyio
 from ..daemon.config import Config
 from ..protocol import jsonrpc, legacy, request_state, shaping
 from ..protocol.errors import InternalError, UpstreamUnavailable
+from ..protocol.ids import opaque_id
 from ..protocol.jsonrpc import Id
 from ..protocol.revisions import Era
 from ..tasks.engine import Run, TaskEngine, current_run, now_ms
@@ -31,7 +32,7 @@ from ..upstream import carry_on
 from ..upstream.pool import Route, UpstreamServer
 from ..upstream.session import RELAYED_CLIENT_CAPS, Caller, OnNotify, OnSent, UpstreamSession, current_caller
 from ..upstream.tasks import follow, foreign_sessions
-from .approvals import Approvals
+from .approvals import Approvals, Resumed
 from .asking import Asker
 from .connection import RequestContext
 
@@ -82,7 +83,7 @@ def build(
     # A hash of the arguments: only a call whose rounds mcpx signs (or whose state it checks) needs
     # it, and for a plain call it was a fifth of the dispatcher's own CPU.
     signing = mrtr or params.get("requestState") is not None
-    bound = request_state.binding(method, up) if signing else ""
+    bound = request_state.binding(method, up, ctx.conn.record_id) if signing else ""
     round_ = 0
     caps: dict[str, Any] = {}
     if mrtr and ctx.era == "modern":
@@ -93,7 +94,8 @@ def build(
         if params.get("requestState") is not None:
             state = params["requestState"]
             if not raw_state:
-                state, round_ = request_state.unwrap(key, state, bound, now)
+                verified = request_state.unwrap(key, state, bound, now)
+                state, round_ = verified.state, verified.number
             if state is not None:
                 up["requestState"] = state
     elif mrtr:
@@ -225,8 +227,10 @@ class UpstreamCalls:
         server: UpstreamServer,
         *,
         raw_state: bool = False,
+        resumed: Resumed | None = None,
     ) -> dict[str, Any]:
-        """One upstream tools/call, shaped for the host's revision.
+        """One upstream tools/call, shaped for the host's revision. `resumed`: a later round of a
+        call that already passed its approval gate (never read from the host's params).
 
         A call that runs under the task engine (an mcpx task, or a 2026 call that may become one:
         `current_run()`) goes to an upstream that offers tasks for this tool as an *upstream task*
@@ -252,7 +256,7 @@ class UpstreamCalls:
         if run is None:
 
             async def inline(named: dict[str, Any]) -> dict[str, Any]:
-                denied = await self.approvals.check(ctx, server, named)  # inside: a gated call is listed
+                denied = await self.approvals.check(ctx, server, named, resumed)  # inside: a gated call is listed
                 if denied is not None:
                     return _refused(denied, ctx)
                 if followed and session is not None:
@@ -260,7 +264,7 @@ class UpstreamCalls:
                 return await self._inline_call(ctx, named, server, timeout, raw_state=raw_state)
 
             return await self._plain_call(ctx, named, server, inline)
-        denied = await self.approvals.check(ctx, server, named)
+        denied = await self.approvals.check(ctx, server, named, resumed)
         if denied is not None:
             return _refused(denied, ctx)
         if not followed or session is None:
@@ -390,24 +394,32 @@ class UpstreamCalls:
             return _refused(f"mcpx: this call was {stopped.message}.", ctx)
 
     # ---- MRTR rounds mcpx signs (host/modern_tasks.py holds the upstream call meanwhile) ----
-    def _bound(self, params: dict[str, Any], route: Route) -> str:
-        return request_state.binding("tools/call", {**stripped(params), "name": route.name})
+    def _bound(self, ctx: RequestContext, params: dict[str, Any], route: Route) -> str:
+        return request_state.binding("tools/call", {**stripped(params), "name": route.name}, ctx.conn.record_id)
 
     def _signed(self, res: dict[str, Any], bound: str, round_: int) -> str:
-        return request_state.wrap(self.state_key, res.get("requestState"), bound, round_ + 1, now_ms())
+        return request_state.wrap(
+            self.state_key, res.get("requestState"), bound, round_ + 1, now_ms(), nonce=opaque_id(12)
+        )
 
-    def unwrap_round(self, params: dict[str, Any], route: Route) -> tuple[dict[str, Any], int]:
+    def unwrap_round(
+        self, ctx: RequestContext, params: dict[str, Any], route: Route
+    ) -> tuple[dict[str, Any], request_state.Round | None]:
         if params.get("requestState") is None:
-            return params, 0
-        raw, round_ = request_state.unwrap(self.state_key, params["requestState"], self._bound(params, route), now_ms())
+            return params, None
+        verified = request_state.unwrap(
+            self.state_key, params["requestState"], self._bound(ctx, params, route), now_ms()
+        )
         out = {k: v for k, v in params.items() if k != "requestState"}
-        if raw is not None:
-            out["requestState"] = raw
-        return out, round_
+        if verified.state is not None:
+            out["requestState"] = verified.state
+        return out, verified
 
-    def wrap_round(self, res: dict[str, Any], params: dict[str, Any], route: Route, round_: int) -> dict[str, Any]:
-        """Bound to the upstream params, as `forward` checks it on the retry."""
-        return {**res, "requestState": self._signed(res, self._bound(params, route), round_)}
+    def wrap_round(
+        self, ctx: RequestContext, res: dict[str, Any], params: dict[str, Any], route: Route, round_: int
+    ) -> dict[str, Any]:
+        """Bound to the upstream params and the host, as `forward` checks it on the retry."""
+        return {**res, "requestState": self._signed(res, self._bound(ctx, params, route), round_)}
 
     # ---- notifications back to the host ------------------------------------------------
     def relay(self, ctx: RequestContext) -> OnNotify:

@@ -70,28 +70,31 @@ KEY = b"k" * 32
 
 
 def test_request_state_round_trips_the_upstream_state() -> None:
-    bound = request_state.binding("tools/call", {"name": "t", "arguments": {"a": 1}})
-    token = request_state.wrap(KEY, {"upstream": "opaque"}, bound, 1, now_ms=1000)
-    assert request_state.unwrap(KEY, token, bound, now_ms=2000) == ({"upstream": "opaque"}, 1)
+    bound = request_state.binding("tools/call", {"name": "t", "arguments": {"a": 1}}, "host-a")
+    token = request_state.wrap(KEY, {"upstream": "opaque"}, bound, 1, now_ms=1000, nonce="n1")
+    assert request_state.unwrap(KEY, token, bound, now_ms=2000) == request_state.Round({"upstream": "opaque"}, 1, "n1")
 
 
 @pytest.mark.parametrize("mutate", [lambda t: t + "x", lambda t: "x" + t, lambda t: t.replace(".", "..")])
 def test_tampered_request_state_is_refused(mutate: object) -> None:
-    bound = request_state.binding("tools/call", {"name": "t"})
-    token = request_state.wrap(KEY, None, bound, 1, now_ms=0)
+    bound = request_state.binding("tools/call", {"name": "t"}, "host-a")
+    token = request_state.wrap(KEY, None, bound, 1, now_ms=0, nonce="n")
     with pytest.raises(InvalidParams, match="integrity"):
         request_state.unwrap(KEY, mutate(token), bound, now_ms=0)  # type: ignore[operator]  # the parametrized lambdas take and return a str
 
 
-def test_request_state_is_bound_to_its_call_expires_and_limits_rounds() -> None:
-    bound = request_state.binding("tools/call", {"name": "t", "arguments": {"a": 1}})
-    other = request_state.binding("tools/call", {"name": "t", "arguments": {"a": 2}})
-    token = request_state.wrap(KEY, None, bound, 1, now_ms=0)
+def test_request_state_is_bound_to_its_call_and_host_expires_and_limits_rounds() -> None:
+    bound = request_state.binding("tools/call", {"name": "t", "arguments": {"a": 1}}, "host-a")
+    other = request_state.binding("tools/call", {"name": "t", "arguments": {"a": 2}}, "host-a")
+    other_host = request_state.binding("tools/call", {"name": "t", "arguments": {"a": 1}}, "host-b")
+    token = request_state.wrap(KEY, None, bound, 1, now_ms=0, nonce="n")
     with pytest.raises(InvalidParams, match="different request"):
         request_state.unwrap(KEY, token, other, now_ms=0)
+    with pytest.raises(InvalidParams, match="different request"):
+        request_state.unwrap(KEY, token, other_host, now_ms=0)
     with pytest.raises(InvalidParams, match="expired"):
         request_state.unwrap(KEY, token, bound, now_ms=request_state.LIFETIME_MS + 1)
-    too_many = request_state.wrap(KEY, None, bound, request_state.MAX_ROUNDS, now_ms=0)
+    too_many = request_state.wrap(KEY, None, bound, request_state.MAX_ROUNDS, now_ms=0, nonce="n")
     with pytest.raises(InvalidParams, match="too many"):
         request_state.unwrap(KEY, too_many, bound, now_ms=0)
     with pytest.raises(InvalidParams):

@@ -69,10 +69,11 @@ def test_the_log_level_is_the_requests_for_2026_and_the_sessions_for_2025() -> N
 
 
 def test_a_2026_retry_has_mcpxs_signed_state_replaced_by_the_upstreams_own() -> None:
-    bound = request_state.binding("tools/call", CALL)
-    signed = request_state.wrap(KEY, {"up": 1}, bound, 3, NOW)
+    host = ctx("modern")
+    bound = request_state.binding("tools/call", CALL, host.conn.record_id)
+    signed = request_state.wrap(KEY, {"up": 1}, bound, 3, NOW, nonce="n")
     params = {**CALL, "inputResponses": {"q": {"action": "accept"}}, "requestState": signed}
-    req = build(ctx("modern"), "modern", "tools/call", params, key=KEY, raw_state=False, now=NOW)
+    req = build(host, "modern", "tools/call", params, key=KEY, raw_state=False, now=NOW)
     assert req.params["requestState"] == {"up": 1} and req.params["inputResponses"] == {"q": {"action": "accept"}}
     assert req.round_ == 3 and req.bound == bound
 
@@ -84,7 +85,18 @@ def test_a_raw_state_passes_through_unopened() -> None:
 
 
 def test_a_signed_state_for_another_call_is_refused() -> None:
-    signed = request_state.wrap(KEY, None, request_state.binding("tools/call", {"name": "other"}), 0, NOW)
+    host = ctx("modern")
+    bound = request_state.binding("tools/call", {"name": "other"}, host.conn.record_id)
+    signed = request_state.wrap(KEY, None, bound, 0, NOW, nonce="n")
+    with pytest.raises(InvalidParams, match="different request"):
+        build(host, "modern", "tools/call", {**CALL, "requestState": signed}, key=KEY, raw_state=False, now=NOW)
+
+
+def test_a_signed_state_issued_to_another_host_is_refused() -> None:
+    issued_to = ctx("modern")
+    signed = request_state.wrap(
+        KEY, None, request_state.binding("tools/call", CALL, issued_to.conn.record_id), 0, NOW, nonce="n"
+    )
     with pytest.raises(InvalidParams, match="different request"):
         build(
             ctx("modern"), "modern", "tools/call", {**CALL, "requestState": signed}, key=KEY, raw_state=False, now=NOW
@@ -92,12 +104,13 @@ def test_a_signed_state_for_another_call_is_refused() -> None:
 
 
 def test_an_expired_signed_state_is_refused_at_now() -> None:
-    signed = request_state.wrap(KEY, None, request_state.binding("tools/call", CALL), 0, NOW)
+    host = ctx("modern")
+    signed = request_state.wrap(
+        KEY, None, request_state.binding("tools/call", CALL, host.conn.record_id), 0, NOW, nonce="n"
+    )
     later = NOW + request_state.LIFETIME_MS + 1
     with pytest.raises(InvalidParams, match="expired"):
-        build(
-            ctx("modern"), "modern", "tools/call", {**CALL, "requestState": signed}, key=KEY, raw_state=False, now=later
-        )
+        build(host, "modern", "tools/call", {**CALL, "requestState": signed}, key=KEY, raw_state=False, now=later)
 
 
 def test_a_2025_hosts_state_keys_are_not_forwarded() -> None:
