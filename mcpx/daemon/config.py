@@ -129,6 +129,12 @@ class ConnectionsConfig(_Strict):
     requestBurst: int = Field(
         2000, gt=0, description="Requests a connection may send at once before that rate applies."
     )
+    stallS: float = Field(
+        30.0,
+        gt=0,
+        description="A host stream that takes no byte of one write for this long (a host that stopped reading)"
+        " is closed as a slow consumer, whether or not anything else is waiting for it.",
+    )
 
 
 class KeepersConfig(_Strict):

@@ -206,6 +206,7 @@ class Daemon:
             self.dispatcher,
             self.registry,
             rate=config.connections.maxRequestsPerSecond,
+            stall_s=config.connections.stallS,
             burst=config.connections.requestBurst,
             on_tool_call=self.metrics.observe_call,
         )

@@ -19,6 +19,7 @@ from ..telemetry import tracing
 from . import wirelog
 from .connection import HostConnection, RequestContext, Send
 from .dispatch import INSTRUCTIONS, SERVER_INFO, Dispatcher
+from .outbound import STALL_S
 from .ratelimit import RateLimited, TokenBucket, refusal
 
 log = logging.getLogger("mcpx.host")
@@ -59,8 +60,10 @@ class HostRouter:
         *,
         rate: float = 1000,
         burst: int = 2000,
+        stall_s: float = STALL_S,
         on_tool_call: OnToolCall | None = None,
     ) -> None:
+        self.stall_s = stall_s  # connections.stallS: every host stream's Outbound
         self.on_tool_call = on_tool_call  # the daemon's metrics (telemetry/metrics.py)
         self.rate = rate  # connections.maxRequestsPerSecond
         self.burst = burst

@@ -19,7 +19,7 @@ from ..protocol.errors import McpError
 from ..protocol.revisions import LEGACY_LATEST, MODERN, is_modern
 from ..store import StoreError
 from .connection import HostConnection, Send
-from .outbound import Outbound
+from .outbound import Outbound, Write
 from .router import Call, HostRouter, emit
 
 log = logging.getLogger("mcpx.host")
@@ -35,8 +35,8 @@ class ShimChannel(Protocol):
         """The next frame from the shim (one JSON-RPC message), or None once it is gone."""
         ...
 
-    async def send(self, frame: dict[str, Any]) -> None:
-        """Write one frame to the shim (the writer task is the only caller)."""
+    async def send(self, frames: list[dict[str, Any]]) -> None:
+        """Write frames to the shim, in order (the writer task is the only caller)."""
         ...
 
     async def close(self, reason: str) -> None:
@@ -53,7 +53,7 @@ class ShimEndpoint:
         # Everything for this host goes through one bounded channel with its own writer: an upstream
         # reader relaying progress, or a task change, never waits for a shim that stopped reading.
         slow = anyio.Event()
-        out = Outbound(f"{conn.record_id} (mcpx serve)", on_slow=lambda _why: slow.set())
+        out = Outbound(f"{conn.record_id} (mcpx serve)", on_slow=lambda _why: slow.set(), stall_s=self.router.stall_s)
         write = out.send
 
         async def notify(frame: dict[str, Any]) -> None:
@@ -86,7 +86,7 @@ class ShimEndpoint:
                 except StoreError as exc:
                     log.warning("shim %s: could not record its end: %s", conn.record_id, exc)
 
-    async def _writer(self, out: Outbound, send: Send, written: anyio.Event) -> None:
+    async def _writer(self, out: Outbound, send: Write, written: anyio.Event) -> None:
         try:
             await out.drain(send)
         except Exception as exc:  # noqa: BLE001 - the socket closed, however: what was queued is undeliverable

@@ -49,8 +49,8 @@ class _LineChannel:
             if line.strip():
                 return line
 
-    async def send(self, frame: dict[str, Any]) -> None:
-        self.writer.write(jsonrpc.dumps(frame) + b"\n")
+    async def send(self, frames: list[dict[str, Any]]) -> None:
+        self.writer.write(b"".join(jsonrpc.dumps(frame) + b"\n" for frame in frames))  # one write
         await self.writer.drain()
 
     async def close(self, reason: str) -> None:

@@ -28,8 +28,9 @@ class _WebsocketChannel:
         except (WebSocketDisconnect, RuntimeError):
             return None
 
-    async def send(self, frame: dict[str, Any]) -> None:
-        await self.ws.send_text(jsonrpc.dumps(frame).decode())
+    async def send(self, frames: list[dict[str, Any]]) -> None:
+        for frame in frames:  # a websocket message each
+            await self.ws.send_text(jsonrpc.dumps(frame).decode())
 
     async def close(self, reason: str) -> None:
         await self.ws.close(code=1008, reason=reason[:120])

@@ -286,7 +286,7 @@ class McpEndpoint:
             return await _json(send, 404, None)
         if "text/event-stream" not in headers.get("accept", ""):
             return await _json(send, 406, None)
-        out = Outbound(f"{conn.record_id} session stream")
+        out = Outbound(f"{conn.record_id} session stream", stall_s=self.router.stall_s)
         sender = notifier(conn.revision or LEGACY_LATEST, out)
         conn.attach(sender)
         await send({"type": "http.response.start", "status": 200, "headers": SSE_HEADERS})
@@ -302,13 +302,12 @@ class McpEndpoint:
                     await anyio.sleep(KEEPALIVE_S)
                     out.send_nowait(_KEEPALIVE)  # through the channel: one writer, and a stall shows
 
-            async def write(frame: dict[str, Any]) -> None:
+            async def write(frames: list[dict[str, Any]]) -> None:
                 if sid not in self.hosts.sessions:
                     out.close()  # the session was deleted: its stream ends
-                elif frame is _KEEPALIVE:
-                    await send({"type": "http.response.body", "body": b": keepalive\n\n", "more_body": True})
-                else:
-                    await _sse(send, frame)
+                    return
+                body = b"".join(b": keepalive\n\n" if f is _KEEPALIVE else _sse_event(f) for f in frames)
+                await send({"type": "http.response.body", "body": body, "more_body": True})
 
             tg.start_soon(on_disconnect)
             tg.start_soon(keepalive)
@@ -378,7 +377,7 @@ class _LazyStream:
     def __init__(self, send: AsgiSend, router: HostRouter, name: str) -> None:
         self.send = send
         self.router = router
-        self.out = Outbound(name)
+        self.out = Outbound(name, stall_s=router.stall_s)
         self.started = False
         self.disconnected = False
         self._written = anyio.Event()
@@ -431,11 +430,10 @@ async def _json(
     await send({"type": "http.response.body", "body": body})
 
 
-async def _sse(send: AsgiSend, frame: dict[str, Any]) -> None:
-    await send(
-        {
-            "type": "http.response.body",
-            "body": b"event: message\ndata: " + jsonrpc.dumps(frame) + b"\n\n",
-            "more_body": True,
-        }
-    )
+def _sse_event(frame: dict[str, Any]) -> bytes:
+    return b"event: message\ndata: " + jsonrpc.dumps(frame) + b"\n\n"
+
+
+async def _sse(send: AsgiSend, frames: list[dict[str, Any]]) -> None:
+    """Frames as SSE events, in one body chunk (one socket write)."""
+    await send({"type": "http.response.body", "body": b"".join(map(_sse_event, frames)), "more_body": True})

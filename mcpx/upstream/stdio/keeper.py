@@ -36,12 +36,15 @@ import anyio.lowlevel
 from anyio.abc import ByteReceiveStream, Process, SocketListener, SocketStream
 from anyio.streams.buffered import BufferedByteReceiveStream
 
+from ...protocol import fastjson, progress_batch
 from . import keeper_wire as wire
 from .process_group import stop_group
 
 log = logging.getLogger("mcpx.keeper")
 REPLAY_REPLIES = 1000  # replies kept for a daemon that died before reading them
 REPLAY_BYTES = 4 * 1024 * 1024
+# A server's line, the id of the request it asks (JSON text), the id of the request it answers.
+_Line = tuple[bytes, str | None, wire.Id | None]
 MAX_OUTSTANDING = 10_000  # requests a server never answered (cancelled ones) must not pile up
 
 
@@ -55,7 +58,7 @@ class Keeper:
         self._conn_lock = anyio.Lock()  # one writer to the daemon at a time; welcome + backlog stay whole
         self._stdin_lock = anyio.Lock()
         # Server lines while no daemon is connected: (line, its id if it is a request, its id if a reply).
-        self.backlog: deque[tuple[bytes, str | None, wire.Id | None]] = deque()
+        self.backlog: deque[_Line] = deque()
         # The server's requests a daemon got but did not answer: a daemon that died owes them,
         # so the next one gets them again (and answers, if only to say it cannot).
         self.asked: dict[str, bytes] = {}
@@ -150,30 +153,38 @@ class Keeper:
     # ---- server side ---------------------------------------------------------------------
     async def _read_server(self) -> None:
         assert self.proc is not None and self.proc.stdout is not None
-        if not await _relay_lines(self.proc.stdout, self._from_server):
+        if not await _relay_batches(self.proc.stdout, self._from_server):
             log.warning("%s wrote a line over %d bytes; stopping it", self.spec.server, wire.MAX_LINE)
         code = await self.proc.wait()
         told = await self._to_daemon(wire.encode(wire.control("exit", code=code)), hold=False)
         # A daemon that heard the exit handles it now; only an unheard one is left for the next daemon.
         self.finish("exited, the daemon told" if told else "exited")
 
-    async def _from_server(self, line: bytes) -> None:
-        try:
-            msg = json.loads(line)
-        except ValueError:
-            msg = None
-        asked = None
-        reply: wire.Id | None = None
-        if isinstance(msg, dict) and "id" in msg and "method" not in msg:
-            self.outstanding.pop(json.dumps(msg["id"]), None)
-            reply = msg["id"] if isinstance(msg["id"], (str, int)) else None
-        elif isinstance(msg, dict) and "id" in msg:
-            if msg.get("method") == "ping" and self.conn is None:
-                # Nobody to ask: a server that pings its client must not think it is gone.
-                await self._to_server(wire.encode({"jsonrpc": "2.0", "id": msg["id"], "result": {}}))
-                return
-            asked = json.dumps(msg["id"])
-        await self._to_daemon(line, asked, reply=reply)
+    async def _from_server(self, lines: list[bytes]) -> None:
+        """One read's lines from the server, to the daemon in one write (a flooding server's
+        notifications would otherwise cost a send each, and every reply behind them would wait)."""
+        out: list[_Line] = []
+        for line in _without_superseded_progress(lines):
+            if b'"id"' not in line:  # a notification: no id to track (most of a flood), no parse
+                out.append((line, None, None))
+                continue
+            try:
+                msg = json.loads(line)
+            except ValueError:
+                msg = None
+            asked = None
+            reply: wire.Id | None = None
+            if isinstance(msg, dict) and "id" in msg and "method" not in msg:
+                self.outstanding.pop(json.dumps(msg["id"]), None)
+                reply = msg["id"] if isinstance(msg["id"], (str, int)) else None
+            elif isinstance(msg, dict) and "id" in msg:
+                if msg.get("method") == "ping" and self.conn is None:
+                    # Nobody to ask: a server that pings its client must not think it is gone.
+                    await self._to_server(wire.encode({"jsonrpc": "2.0", "id": msg["id"], "result": {}}))
+                    continue
+                asked = json.dumps(msg["id"])
+            out.append((line, asked, reply))
+        await self._to_daemon_all(out)
 
     def _remember_reply(self, line: bytes, rid: wire.Id) -> None:
         self.recent.append((line, rid))
@@ -193,29 +204,40 @@ class Keeper:
         self, line: bytes, asked: str | None = None, *, reply: wire.Id | None = None, hold: bool = True
     ) -> bool:
         """Send `line` to the connected daemon, else hold it (`hold`); True when a daemon got it."""
+        return await self._to_daemon_all([(line, asked, reply)], hold=hold)
+
+    async def _to_daemon_all(self, lines: list[_Line], *, hold: bool = True) -> bool:
+        """Send `lines` to the connected daemon in one write, else hold them (`hold`); True when a
+        daemon got them."""
+        if not lines:
+            return True
         async with self._conn_lock:
             conn = self.conn
             if conn is not None:
                 try:
-                    await conn.send(line)
-                    if reply is not None:
-                        self._remember_reply(line, reply)
-                    if asked is not None:
-                        self.asked[asked] = line
-                        if len(self.asked) > MAX_OUTSTANDING:
-                            del self.asked[next(iter(self.asked))]
+                    await conn.send(b"".join(line for line, _, _ in lines))
+                    for line, asked, reply in lines:
+                        if reply is not None:
+                            self._remember_reply(line, reply)
+                        if asked is not None:
+                            self.asked[asked] = line
+                            if len(self.asked) > MAX_OUTSTANDING:
+                                del self.asked[next(iter(self.asked))]
                     return True
                 except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
                     self._dropped(conn)
             if not hold:
                 return False
-            if self.backlog_bytes + len(line) > self.spec.buffer_bytes:
-                self.lost += 1
-                if self.lost == 1:
-                    log.warning("%s: no daemon and %d bytes held; dropping lines", self.spec.server, self.backlog_bytes)
-                return False
-            self.backlog.append((line, asked, reply))
-            self.backlog_bytes += len(line)
+            for line, asked, reply in lines:
+                if self.backlog_bytes + len(line) > self.spec.buffer_bytes:
+                    self.lost += 1
+                    if self.lost == 1:
+                        log.warning(
+                            "%s: no daemon and %d bytes held; dropping lines", self.spec.server, self.backlog_bytes
+                        )
+                    continue
+                self.backlog.append((line, asked, reply))
+                self.backlog_bytes += len(line)
             return False
 
     # ---- daemon side ---------------------------------------------------------------------
@@ -315,6 +337,45 @@ async def _relay_lines(stream: ByteReceiveStream, handle: Callable[[bytes], Awai
         return True
     except anyio.DelimiterNotFound:
         return False
+
+
+def _without_superseded_progress(lines: list[bytes]) -> list[bytes]:
+    """One read's lines less progress notifications a later one of the same call supersedes
+    (protocol/progress_batch.py): only a backlog holds two of a call, and a flooding server's
+    replies then do not wait behind thousands of notifications nobody would see."""
+    progress = [at for at, line in enumerate(lines) if b'"notifications/progress"' in line]
+    if len(progress) < 2:
+        return lines
+    parsed: dict[int, dict[str, Any]] = {}
+    for at in progress:
+        try:
+            msg = fastjson.loads(lines[at])
+        except ValueError:
+            continue
+        if isinstance(msg, dict):
+            parsed[at] = msg
+    kept, dropped = progress_batch.without_superseded(list(parsed.values()))
+    if not dropped:
+        return lines
+    keep = {id(msg) for msg in kept}
+    return [line for at, line in enumerate(lines) if at not in parsed or id(parsed[at]) in keep]
+
+
+async def _relay_batches(stream: ByteReceiveStream, handle: Callable[[list[bytes]], Awaitable[None]]) -> bool:
+    """Hand the non-empty lines (newline kept) each read completes to `handle`, together, until
+    the stream ends: True, or False when a line exceeded the bound."""
+    rest = b""
+    try:
+        async for chunk in stream:
+            *lines, rest = (rest + chunk).split(b"\n") if rest else chunk.split(b"\n")
+            if len(rest) > wire.MAX_LINE:
+                return False
+            batch = [line + b"\n" for line in lines if line.strip()]
+            if batch:
+                await handle(batch)
+    except (anyio.EndOfStream, anyio.IncompleteRead, anyio.ClosedResourceError, anyio.BrokenResourceError):
+        pass
+    return True
 
 
 def _say(line: str) -> None:

@@ -28,11 +28,12 @@ from anyio.streams.buffered import BufferedByteReceiveStream
 import mcpx
 
 from ...daemon.config import ServerConfig
-from ...protocol import fastjson
 from ...protocol.jsonrpc import Id
 from ...protocol.revisions import Era
+from ..fair_share import FairShare
 from ..transport import Feed
 from . import keeper_wire as wire
+from .line_batches import LineBatches, LineTooLong, feed_batch
 from .process import START_MARK
 from .process_group import killpg
 from .process_group import wait as wait_process
@@ -95,29 +96,29 @@ class KeeperTransport:
             if self.on_welcome is not None:
                 self.on_welcome()
             started()
+            fair = FairShare()
+            lines = LineBatches(self.name, wire.MAX_LINE)
             try:
                 while True:
-                    line = await reader.receive_until(b"\n", wire.MAX_LINE)
-                    try:
-                        msg = fastjson.loads(line)
-                    except ValueError:
-                        log.warning("upstream %s wrote a non-JSON line: %.200r", self.name, line)
-                        continue
-                    if not isinstance(msg, dict):
-                        continue
-                    if wire.is_control(msg):
+                    batch = lines.feed(await reader.receive())  # (what the welcome's read left first)
+                    upstream: list[dict[str, Any]] = []  # the server's own, between the keeper's controls
+                    for msg in batch:
+                        if not wire.is_control(msg):
+                            upstream.append(msg)
+                            continue
+                        await feed_batch(self.name, upstream, feed, fair)
+                        upstream = []
                         if msg[wire.CONTROL] == "exit":
                             code = msg.get("code")
                             self._returncode = code if isinstance(code, int) else None
                             return
-                        continue
-                    await feed(msg, None)
+                    await feed_batch(self.name, upstream, feed, fair)
             except (anyio.EndOfStream, anyio.IncompleteRead, anyio.BrokenResourceError, anyio.ClosedResourceError):
                 if self._stopping:
                     log.debug("upstream %s: its keeper's socket closed as asked", self.name)
                 else:
                     log.warning("upstream %s: its keeper went away", self.name)
-            except anyio.DelimiterNotFound:
+            except (anyio.DelimiterNotFound, LineTooLong):
                 log.warning("upstream %s: a line over %d bytes; reconnecting", self.name, wire.MAX_LINE)
         finally:
             self.closed.set()

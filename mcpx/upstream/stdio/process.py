@@ -15,10 +15,11 @@ import anyio
 from anyio.abc import Process
 
 from ...daemon.config import ServerConfig
-from ...protocol import fastjson
 from ...protocol.jsonrpc import Id
 from ...protocol.revisions import Era
+from ..fair_share import FairShare
 from ..transport import Feed
+from .line_batches import LineBatches, LineTooLong, feed_batch
 from .process_group import stop_group
 
 log = logging.getLogger("mcpx.upstream")
@@ -66,23 +67,15 @@ class StdioTransport:
         started()
         try:
             assert self.proc.stdout is not None
-            buf = b""
+            lines = LineBatches(self.name, MAX_LINE)
+            fair = FairShare()
             async for chunk in self.proc.stdout:
-                buf += chunk
-                if len(buf) > MAX_LINE:
-                    log.warning("upstream %s: line over %d bytes, dropped", self.name, MAX_LINE)
-                    buf = b""
-                while b"\n" in buf:
-                    line, buf = buf.split(b"\n", 1)
-                    if not line.strip():
-                        continue
-                    try:
-                        msg = fastjson.loads(line)
-                    except ValueError:
-                        log.warning("upstream %s wrote a non-JSON line: %.200r", self.name, line)
-                        continue
-                    if isinstance(msg, dict):
-                        await feed(msg, None)
+                try:
+                    batch = lines.feed(chunk)
+                except LineTooLong as exc:
+                    log.warning("upstream %s: %s, dropped", self.name, exc)
+                    continue
+                await feed_batch(self.name, batch, feed, fair)
             await self.proc.wait()
         finally:
             self.closed.set()
