@@ -50,9 +50,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from call_latency import RawClient
 from harness import LEGACY, SQLITE, Daemon, RawHost, stdio_server
 
+from mcpx.records.task import COMPLETED, WORKING, new_task_id
 from mcpx.store.sqlite import SqliteStore
 from mcpx.tasks import changes
-from mcpx.tasks.model import COMPLETED, WORKING, new_task_id
 
 
 def rss_kb(pid: int) -> dict[str, int]:

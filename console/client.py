@@ -18,7 +18,7 @@ import httpx
 import websockets
 from websockets.asyncio.client import connect
 
-from mcpx.cli.daemon_client import daemon_endpoint
+from mcpx.client.daemon_client import daemon_endpoint
 
 from .backend import BackendError
 from .wire import FEED_TYPES, FeedMessage, Frame, Json, JsonObject, TaskDetail

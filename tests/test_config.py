@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from mcpx.daemon.config import Config, ConfigError, find_config, load_config, parse_config
-from mcpx.daemon.config_reference import render
+from mcpx.config.model import Config, ConfigError, find_config, load_config, parse_config
+from mcpx.config.reference import render
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -112,10 +112,10 @@ def test_readme_config_reference_is_current() -> None:
 
 
 def test_the_doc_generators_write_the_checkouts_own_docs() -> None:
-    """`python -m mcpx.daemon.config_reference` and `python -m mcpx.api.event_schemas` rewrite the
+    """`python -m mcpx.config.reference` and `python -m mcpx.api.event_schemas` rewrite the
     README and docs/api.md beside mcpx/ (a package move once pointed the first at mcpx/README.md)."""
     from mcpx.api.event_schemas import API_DOC
-    from mcpx.daemon.config_reference import README
+    from mcpx.config.reference import README
 
     assert README == ROOT / "README.md" and API_DOC == ROOT / "docs" / "api.md"
 
@@ -124,7 +124,7 @@ def test_the_config_reference_has_a_section_for_every_config_model() -> None:
     """A new section of the config (a model field of a model) is described, not only named."""
     from pydantic import BaseModel
 
-    from mcpx.daemon.config_reference import SECTIONS
+    from mcpx.config.reference import SECTIONS
 
     listed = {model for _, model in SECTIONS}
     todo, seen = [Config], set()

@@ -12,8 +12,8 @@ import anyio
 import pytest
 from harness import SQLITE, Api, Daemon, FeedClient, RawHost, stdio_server, wait_until
 
-from mcpx.connections.record import ConnectionRecord
-from mcpx.questions.question import Question
+from mcpx.records.connection_record import ConnectionRecord
+from mcpx.records.question import Question
 from mcpx.store.sqlite import SqliteStore
 
 pytestmark = pytest.mark.stress  # slow tier (tests/conftest.py): 20,000 rows seeded, 500 hosts

@@ -24,7 +24,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import pytest
 from harness import Api, Daemon, RawHost, modern_meta, read_jsonl, stdio_server, wait_until
 
 # As fast as the upstream can: the kernel's socket buffers take a few MB (10,000 notifications and

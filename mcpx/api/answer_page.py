@@ -13,7 +13,8 @@ from starlette.responses import HTMLResponse
 
 from ..protocol.errors import LimitReached
 from ..questions import elicitation
-from ..questions.question import AnswerError, Question
+from ..questions.answers import AnswerError
+from ..records.question import Question
 from .answer_html import APPROVAL_META, message_page, question_page
 from .answer_links import AnswerLinks
 from .operations import Conflict, NotFound, Operations, Unavailable

@@ -7,7 +7,7 @@ from typing import Any
 
 from fastapi import FastAPI
 
-from ..daemon.reload import ReloadOutcome, Trigger
+from ..config.diff import ReloadOutcome, Trigger
 from . import models
 
 Reload = Callable[[Trigger, str], Awaitable[ReloadOutcome]]  # (trigger, by) -> what it did

@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..daemon.doc_blocks import rewrite_block
+from ..config.doc_blocks import rewrite_block
 from ..events.kinds import EVENT_KINDS, EventKind
 from .models import ConnectionRecord, EventOut, Json, Question, ReloadChanges, ReloadSource, TaskStatus
 

@@ -23,9 +23,9 @@ from starlette.responses import JSONResponse
 from starlette.websockets import WebSocket, WebSocketDisconnect, WebSocketState
 
 from ..events.bus import EVENT_KINDS, QUEUE_MAX, EventBus, EventFilter, StoredEvent, Subscriber
+from ..protocol.origin import origin_allowed
 from ..store import Store
 from .operations import task_summary
-from .origin import origin_allowed
 
 log = logging.getLogger("mcpx.feed")
 

@@ -8,17 +8,18 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ..connections.record import ConnectionRecord
 from ..connections.registry import ConnectionRegistry
 from ..events.bus import EventBus, StoredEvent
 from ..host.approvals import Allowance, Approvals
+from ..questions.answers import AnswerError, operator_answer
 from ..questions.broker import Broker, NotOpen, NotRecorded, UnknownQuestion
-from ..questions.question import Action, AnswerError, Question, QuestionStatus, operator_answer
+from ..records.connection_record import ConnectionRecord
+from ..records.question import Action, Question, QuestionStatus
+from ..records.task import INPUT_REQUIRED, Task
 from ..store import TaskQuery
 from ..tasks import changes
 from ..tasks.engine import TaskEngine, now_ms
 from ..tasks.frame_log import Frame
-from ..tasks.model import INPUT_REQUIRED, Task
 from .answer_links import AnswerLinks
 
 TIMELINE_MAX = 500

@@ -21,11 +21,12 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from .. import __version__
 from ..events.bus import EventKind
 from ..protocol.errors import LimitReached
-from ..questions.question import AnswerError, QuestionStatus
+from ..protocol.origin import origin_allowed
+from ..questions.answers import AnswerError
+from ..records.question import QuestionStatus
 from ..upstream.pool import UpstreamServer
 from . import models, upstream_routes
 from .operations import CURSOR_PATTERN, Conflict, NotFound, Operations, Unavailable
-from .origin import origin_allowed
 
 ERRORS: dict[int | str, dict[str, Any]] = {
     400: {"model": models.ErrorBody, "description": "The body is not JSON."},

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from .daemon_client import EXIT_OK, ApiError
+from ..client.daemon_client import EXIT_OK, ApiError
 from .operator_commands import Subcommands, _api, _not_found, base_options
 from .text_format import stamp, table
 

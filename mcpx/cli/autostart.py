@@ -11,9 +11,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+from ..client.daemon_client import running_daemon
+from ..config.model import CONFIG_SEARCH, find_config
 from ..daemon import state_folder
-from ..daemon.config import CONFIG_SEARCH, find_config
-from .daemon_client import running_daemon
 
 
 def ensure_daemon(args: argparse.Namespace, folder: Path) -> dict[str, Any]:

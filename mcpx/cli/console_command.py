@@ -7,9 +7,9 @@ import getpass
 import sys
 from pathlib import Path
 
-from ..daemon.config import state_dir
+from ..client.daemon_client import running_daemon
+from ..config.model import state_dir
 from .autostart import ensure_daemon
-from .daemon_client import running_daemon
 from .operator_commands import Subcommands
 
 CONSOLE_EPILOG = """\

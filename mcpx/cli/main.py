@@ -12,12 +12,12 @@ from pathlib import Path
 import anyio
 
 from .. import __version__
+from ..client.daemon_client import EXIT_NOT_RUNNING, EXIT_OK, Api, CliError, running_daemon
+from ..config.model import Config, ConfigError, find_config, load_config, state_dir
 from ..daemon import state_folder
-from ..daemon.config import Config, ConfigError, find_config, load_config, state_dir
 from .allowance_commands import add_allowances_parser
 from .autostart import ensure_daemon
 from .console_command import add_console_parser
-from .daemon_client import EXIT_NOT_RUNNING, EXIT_OK, Api, CliError, running_daemon
 from .install_host import add_install_host_parser
 from .log_setup import add_log_options, setup_logging
 from .operator_commands import add_audit_parser, add_stop_parser, add_tasks_parser
@@ -107,7 +107,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 
 def cmd_config_reference(args: argparse.Namespace) -> int:
-    from ..daemon.config_reference import render
+    from ..config.reference import render
 
     print(render())
     return 0

@@ -14,10 +14,19 @@ from typing import Any, TypeAlias
 
 import anyio
 
-from ..daemon import state_folder
-from ..daemon.config import state_dir
+from ..client.daemon_client import (
+    EXIT_ERROR,
+    EXIT_OK,
+    EXIT_WAITING,
+    Api,
+    ApiError,
+    CliError,
+    resolve_id,
+    running_daemon,
+)
+from ..config import state_files
+from ..config.model import state_dir
 from . import text_format as fmt
-from .daemon_client import EXIT_ERROR, EXIT_OK, EXIT_WAITING, Api, ApiError, CliError, resolve_id, running_daemon
 
 
 def _now_ms() -> int:
@@ -160,7 +169,7 @@ def cmd_audit(args: argparse.Namespace) -> int:
 # ---- stop --------------------------------------------------------------------------------------
 def _gone(pid: int) -> bool:
     """The process ended (a zombie its parent has not reaped yet counts as ended)."""
-    if not state_folder.pid_alive(pid):
+    if not state_files.pid_alive(pid):
         return True
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()

@@ -11,11 +11,11 @@ import json
 import time
 from typing import Any
 
-from ..daemon.config import state_dir
+from ..client.daemon_client import EXIT_OK, EXIT_USAGE, Api, ApiError, CliError, resolve_id
+from ..config.model import state_dir
 from ..events.kinds import EVENT_KINDS
 from ..questions import elicitation
 from . import text_format as fmt
-from .daemon_client import EXIT_OK, EXIT_USAGE, Api, ApiError, CliError, resolve_id
 from .operator_commands import Subcommands, base_options, default_by, epilog
 
 

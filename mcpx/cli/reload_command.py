@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from .daemon_client import EXIT_ERROR, EXIT_OK
+from ..client.daemon_client import EXIT_ERROR, EXIT_OK
 from .operator_commands import Subcommands, _api, base_options, default_by
 from .text_format import reload_text
 

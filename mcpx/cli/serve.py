@@ -20,10 +20,10 @@ from typing import Any
 
 import orjson
 
+from ..client.daemon_client import running_daemon
 from ..connections import naming
 from ..daemon import state_folder
 from ..host import shim_wire
-from .daemon_client import running_daemon
 from .serve_links import Link, UnixLink, WebsocketLink
 
 RECONNECT_S = 5.0  # how long a shim whose daemon went waits for one to come back

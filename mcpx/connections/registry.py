@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from ..events.bus import Event
-from .record import ConnectionRecord
+from ..records.connection_record import ConnectionRecord
 
 if TYPE_CHECKING:
     from ..store import Store

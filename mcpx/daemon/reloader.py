@@ -2,7 +2,7 @@
 
 Each reload reads the file with the same loader the daemon started with. A file that cannot be used
 (bad JSON, an unknown key, a bad value) is refused: the reason is logged, kept for `mcpx status`, and
-the running config keeps serving. A usable one is applied to the servers (daemon/reload.py says what
+the running config keeps serving. A usable one is applied to the servers (config/diff.py says what
 changes, upstream/reconfigure.py does it); settings outside `mcpServers` that changed are named as
 needing a restart. Either way the reload is an event on the feed (`config.reloaded`, `config.refused`).
 """
@@ -17,9 +17,9 @@ from pathlib import Path
 
 import anyio
 
+from ..config.diff import ReloadOutcome, ServerChanges, Trigger, diff_servers, needs_restart
+from ..config.model import Config, ConfigError, load_config
 from ..events.bus import Event
-from .config import Config, ConfigError, load_config
-from .reload import ReloadOutcome, ServerChanges, Trigger, diff_servers, needs_restart
 
 log = logging.getLogger("mcpx.daemon")
 

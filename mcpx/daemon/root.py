@@ -30,7 +30,7 @@ from ..api.answer_page import AnswerPage
 from ..api.feed import FeedEndpoint
 from ..api.models import DaemonPhase
 from ..api.operations import Operations
-from ..connections.record import ConnectionRecord
+from ..config.model import CONFIG_SEARCH, Config
 from ..connections.registry import ConnectionRegistry
 from ..events.bus import EventBus
 from ..host import remote_changes
@@ -48,6 +48,8 @@ from ..notify.notifier import Notifier
 from ..protocol.errors import McpError
 from ..questions import routing
 from ..questions.broker import Broker
+from ..records.connection_record import ConnectionRecord
+from ..records.task import Task
 from ..store import Store, retention
 from ..store.base import BeforeCommit
 from ..store.postgres import PostgresStore
@@ -55,7 +57,6 @@ from ..store.sqlite import SqliteStore
 from ..tasks.active import ActiveTasks
 from ..tasks.engine import TaskEngine
 from ..tasks.frame_log import FrameLog
-from ..tasks.model import Task
 from ..telemetry import tracing
 from ..telemetry.metrics import Metrics
 from ..telemetry.metrics_endpoint import MetricsEndpoint
@@ -65,7 +66,6 @@ from ..upstream.http import session_record
 from ..upstream.pool import UpstreamPool, UpstreamServer
 from ..upstream.reconfigure import Reconfigurer
 from . import config_watch, state_folder
-from .config import CONFIG_SEARCH, Config
 from .reloader import Reloader
 
 log = logging.getLogger("mcpx.daemon")

@@ -1,4 +1,5 @@
-"""The state folder: daemon info file, API token (0600), single-daemon lock."""
+"""The state folder, as the daemon keeps it: private (0700), its API token (0600), the
+single-daemon lock, the info file it writes while it serves (config/state_files.py reads it)."""
 
 from __future__ import annotations
 
@@ -11,8 +12,8 @@ import stat
 from pathlib import Path
 from typing import IO, Any
 
-INFO = "daemon.json"
-TOKEN = "token"
+from ..config.state_files import INFO, TOKEN, read_info
+
 LOCK = "daemon.lock"
 
 log = logging.getLogger("mcpx.state")
@@ -61,28 +62,10 @@ def api_token(folder: Path) -> str:
     return token
 
 
-def write_private_json(path: Path, data: object) -> None:
-    """Write a JSON file readable by its owner only (0600), atomically: a reader sees the old file
-    or the new one, never half of one."""
-    tmp = path.with_suffix(f".tmp{os.getpid()}")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w") as fh:
-        fh.write(json.dumps(data))
-    os.replace(tmp, path)
-
-
 def write_info(folder: Path, info: dict[str, Any]) -> None:
     tmp = folder / f".{INFO}.{os.getpid()}"
     tmp.write_text(json.dumps(info, indent=2) + "\n")
     os.replace(tmp, folder / INFO)
-
-
-def read_info(folder: Path) -> dict[str, Any] | None:
-    try:
-        data = json.loads((folder / INFO).read_text())
-    except (FileNotFoundError, ValueError):
-        return None
-    return data if isinstance(data, dict) else None
 
 
 def remove_info(folder: Path) -> None:
@@ -90,15 +73,3 @@ def remove_info(folder: Path) -> None:
         (folder / INFO).unlink()
     except FileNotFoundError:
         pass
-
-
-def pid_alive(pid: object) -> bool:
-    if not isinstance(pid, int) or pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True

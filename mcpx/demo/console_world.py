@@ -31,7 +31,7 @@ from typing import Any
 
 import mcpx
 
-from ..daemon import state_folder
+from ..config import state_files
 
 MARK = "MCPX_DEMO_RUN"  # environment variable naming the run; every process of it inherits it
 START_TIMEOUT_S = 20.0
@@ -69,7 +69,7 @@ class DemoRun:
     @property
     def token(self) -> str:
         """The operator API's token (the daemon wrote it to `<state_dir>/token`)."""
-        return (self.state_dir / state_folder.TOKEN).read_text().strip()
+        return (self.state_dir / state_files.TOKEN).read_text().strip()
 
     @property
     def marker(self) -> str:
@@ -135,9 +135,9 @@ def start_demo() -> DemoRun:
 def reap_orphaned(folder: Path) -> None:
     """What stop() would have done, for a run whose console died without calling it (the hosts
     notice, being its children too, and call this on their way out): end the daemon, remove the folder."""
-    info = state_folder.read_info(folder)
+    info = state_files.read_info(folder)
     pid = info.get("pid") if info else None
-    if isinstance(pid, int) and state_folder.pid_alive(pid):
+    if isinstance(pid, int) and state_files.pid_alive(pid):
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.kill(pid, signal.SIGTERM)
         deadline = time.monotonic() + STOP_GRACE_S
@@ -173,7 +173,7 @@ def _wait_for_info(daemon: subprocess.Popen[bytes], state_dir: Path) -> dict[str
     log = state_dir / "daemon.log"
     deadline = time.monotonic() + START_TIMEOUT_S
     while time.monotonic() < deadline:
-        info = state_folder.read_info(state_dir)
+        info = state_files.read_info(state_dir)
         if info is not None and info.get("pid") == daemon.pid:
             return info
         if daemon.poll() is not None:
@@ -225,7 +225,7 @@ def _running(pid: int) -> bool:
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
-        return state_folder.pid_alive(pid)  # no /proc: kill(pid, 0) is all there is
+        return state_files.pid_alive(pid)  # no /proc: kill(pid, 0) is all there is
     return stat.rsplit(")", 1)[-1].split()[0] != "Z"
 
 

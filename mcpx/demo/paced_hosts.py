@@ -30,7 +30,7 @@ import anyio
 import httpx
 
 from .. import __version__
-from ..cli.daemon_client import running_daemon
+from ..client.daemon_client import running_daemon
 from ..protocol.revisions import TASKS_EXTENSION
 from .calls import run_legacy, run_modern
 from .host_client import HttpHost, RpcError, SessionLost

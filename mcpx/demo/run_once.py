@@ -9,7 +9,7 @@ from typing import Any
 
 import anyio
 
-from ..daemon.config import parse_config
+from ..config.model import parse_config
 from ..daemon.root import Daemon
 from .host_client import HttpHost
 

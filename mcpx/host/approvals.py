@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from ..daemon.config import Config
+from ..config.model import Config
 from ..protocol import request_state
 from ..protocol.ids import opaque_id
 from ..questions import routing

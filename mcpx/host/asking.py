@@ -17,7 +17,7 @@ from ..protocol.errors import InternalError, MissingClientCapability, UpstreamEr
 from ..protocol.legacy_tasks import related_meta
 from ..questions import routing
 from ..questions.broker import Broker, HostAsk, OnWaiting
-from ..questions.question import Question
+from ..records.question import Question
 from ..tasks.engine import TaskEngine, current_run
 from ..telemetry import waits
 from ..upstream.pool import UpstreamServer

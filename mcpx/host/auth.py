@@ -12,10 +12,6 @@ import hmac
 from collections.abc import Iterable
 
 
-def sha256_hex(token: str) -> str:
-    return hashlib.sha256(token.encode("utf-8")).hexdigest()
-
-
 class TokenTable:
     def __init__(self, entries: Iterable[tuple[str, str]]) -> None:
         """`entries`: (sha256 hex digest of the token, principal)."""

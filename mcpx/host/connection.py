@@ -10,11 +10,11 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import anyio
 
-from ..connections.record import ConnectionKind, ConnectionRecord
 from ..connections.registry import new_connection_id
 from ..protocol.ids import opaque_id
 from ..protocol.jsonrpc import Id
 from ..protocol.revisions import Era
+from ..records.connection_record import ConnectionKind, ConnectionRecord
 from ..tasks.frame_log import Direction
 from .ratelimit import TokenBucket
 

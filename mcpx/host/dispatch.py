@@ -13,7 +13,7 @@ from typing import Any
 import anyio
 
 from .. import __version__
-from ..daemon.config import Config
+from ..config.model import Config
 from ..protocol import jsonrpc, legacy, modern, pagination, shaping
 from ..protocol.errors import (
     INVALID_PARAMS,

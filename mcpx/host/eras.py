@@ -5,10 +5,10 @@ from __future__ import annotations
 import secrets
 from dataclasses import dataclass, field
 
-from ..daemon.config import Config
+from ..config.model import Config
 from ..questions.broker import Broker
+from ..records.task import Task
 from ..tasks.engine import TaskEngine
-from ..tasks.model import Task
 from ..tasks.plain_calls import PlainCalls
 from ..upstream.pool import UpstreamPool
 from .asking import Asker

@@ -10,9 +10,9 @@ from typing import Any
 
 from ..protocol import legacy_tasks as rules
 from ..protocol.errors import InternalError
+from ..records.task import Task
 from ..store import StoreError
 from ..tasks.engine import ANCHOR_WAIT_S, now_ms
-from ..tasks.model import Task
 from ..upstream.pool import Route, UpstreamServer
 from .connection import RequestContext
 from .task_host import TaskHost

@@ -16,9 +16,9 @@ from ..protocol import jsonrpc
 from ..protocol import modern_tasks as rules
 from ..protocol.errors import InternalError, InvalidParams, McpError
 from ..protocol.jsonrpc import Id
+from ..records.task import Task
 from ..store import StoreError
 from ..tasks.engine import ANCHOR_WAIT_S, Run, now_ms
-from ..tasks.model import Task
 from ..upstream.pool import Route, UpstreamServer
 from .approvals import Resumed
 from .connection import RequestContext, Send

@@ -16,7 +16,7 @@ import anyio
 from ..protocol.ids import opaque_id
 
 if TYPE_CHECKING:
-    from ..questions.question import Question
+    from ..records.question import Question
     from ..tasks.engine import Run
 
 WaitOutcome = Literal["done", "question", "deadline"]

@@ -11,7 +11,7 @@ import collections
 from collections.abc import Awaitable, Callable
 
 from ..events.bus import EventBus, EventFilter, Subscriber
-from ..tasks.model import Task
+from ..records.task import Task
 from .subscriptions import Hub
 
 KINDS = frozenset({"task.status", "task.input_required"})  # the events of what hosts are told

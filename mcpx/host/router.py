@@ -10,11 +10,11 @@ from typing import Any, Protocol
 import anyio
 from anyio.abc import TaskGroup
 
-from ..connections.record import ConnectionKind
 from ..connections.registry import ConnectionRegistry
 from ..protocol import jsonrpc, legacy, modern
 from ..protocol.errors import InternalError, InvalidRequest, McpError
 from ..protocol.revisions import LEGACY_LATEST, META_CLIENT_INFO, META_LOG_LEVEL, MODERN
+from ..records.connection_record import ConnectionKind
 from ..telemetry import tracing
 from . import wirelog
 from .connection import HostConnection, RequestContext, Send

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
-    from ..daemon.config import TasksConfig
+    from ..config.model import TasksConfig
     from ..protocol.request_state import Round
     from ..questions.broker import Broker
     from ..tasks.engine import TaskEngine

@@ -20,7 +20,7 @@ from typing import Any
 
 import anyio
 
-from ..daemon.config import Config
+from ..config.model import Config
 from ..protocol import jsonrpc, legacy, request_state, shaping
 from ..protocol.errors import InternalError, UpstreamUnavailable
 from ..protocol.ids import opaque_id

@@ -16,7 +16,7 @@ import anyio
 import httpx
 from anyio.abc import TaskStatus
 
-from ..daemon.config import NotifyConfig
+from ..config.model import NotifyConfig
 from ..events.bus import EventBus, EventFilter, StoredEvent, Subscriber
 from .command_hook import CommandHook
 from .outbox import Outbox, SinkStats

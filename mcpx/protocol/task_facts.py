@@ -1,4 +1,4 @@
-"""What the task rules read of a task: plain, read-only fields (tasks/model.py's Task has them all).
+"""What the task rules read of a task: plain, read-only fields (records/task.py's Task has them all).
 
 A structural type, so protocol/ needs nothing from tasks/ and a unit test can feed any plain record.
 """

@@ -28,8 +28,9 @@ import anyio
 from ..events.bus import Event, EventBus
 from ..protocol.errors import InternalError, LimitReached, McpError, MethodNotFound, UpstreamError
 from ..protocol.ids import opaque_id
+from ..records.question import CAPABILITY_FOR, Action, Question
 from ..store import Store, StoreError
-from .question import CAPABILITY_FOR, Action, Question, operator_answer
+from .answers import operator_answer
 
 log = logging.getLogger("mcpx.broker")
 

@@ -10,10 +10,10 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
-from ..connections.record import ConnectionRecord
 from ..events.bus import Event, StoredEvent
-from ..questions.question import Question, QuestionStatus
-from ..tasks.model import Task
+from ..records.connection_record import ConnectionRecord
+from ..records.question import Question, QuestionStatus
+from ..records.task import Task
 
 
 class StoreError(Exception):

@@ -6,10 +6,10 @@ import dataclasses
 import json
 from typing import Any
 
-from ..connections.record import ConnectionRecord
 from ..events.bus import Event, StoredEvent
-from ..questions.question import Question
-from ..tasks.model import Task
+from ..records.connection_record import ConnectionRecord
+from ..records.question import Question
+from ..records.task import Task
 
 _TASK_NAMES = tuple(f.name for f in dataclasses.fields(Task))
 _QUESTION_NAMES = tuple(f.name for f in dataclasses.fields(Question))

@@ -24,10 +24,10 @@ from typing import Any
 import anyio
 import asyncpg
 
-from ..connections.record import ConnectionRecord
 from ..events.bus import StoredEvent
-from ..questions.question import Question, QuestionStatus
-from ..tasks.model import TERMINAL, Task
+from ..records.connection_record import ConnectionRecord
+from ..records.question import Question, QuestionStatus
+from ..records.task import TERMINAL, Task
 from . import codec
 from .base import BeforeCommit, Claim, Durability, OnForward, OnLeaseEnded, Snapshot, StoreError, TaskQuery
 from .queue import CommitTimer, QueuedWrites, Write, WriteQueue, WriteSql

@@ -11,10 +11,10 @@ from typing import Any
 import anyio
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
-from ..connections.record import ConnectionRecord
 from ..events.bus import Event, StoredEvent
-from ..questions.question import Question
-from ..tasks.model import Task
+from ..records.connection_record import ConnectionRecord
+from ..records.question import Question
+from ..records.task import Task
 from . import codec
 from .base import StoreError
 

@@ -19,10 +19,10 @@ from typing import Any
 
 import aiosqlite
 
-from ..connections.record import ConnectionRecord
 from ..events.bus import StoredEvent
-from ..questions.question import Question, QuestionStatus
-from ..tasks.model import TERMINAL, Task
+from ..records.connection_record import ConnectionRecord
+from ..records.question import Question, QuestionStatus
+from ..records.task import TERMINAL, Task
 from . import codec
 from .base import BeforeCommit, Claim, Durability, Snapshot, StoreError, TaskQuery
 from .queue import BATCH_MAX, CommitTimer, QueuedWrites, Write, WriteQueue, WriteSql

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from ..protocol.errors import LimitReached
-from .model import Task
+from ..records.task import Task
 
 
 class ActiveTasks:

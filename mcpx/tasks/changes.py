@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..events.bus import Event
-from .model import FAILED, INPUT_REQUIRED, Task
+from ..records.task import FAILED, INPUT_REQUIRED, Task
 
 
 def created(task: Task, by: str | None) -> Event:

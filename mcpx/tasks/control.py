@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
-from .model import Task
+from ..records.task import Task
 
 
 class TaskControl(Protocol):

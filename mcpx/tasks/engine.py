@@ -22,15 +22,7 @@ from anyio.abc import TaskGroup
 from ..events.bus import Event
 from ..protocol.errors import INTERNAL_ERROR, McpError, UpstreamError
 from ..protocol.revisions import Era
-from ..store import Claim, Store, StoreError
-from ..telemetry import tracing
-from . import changes, frame_log
-from .active import ActiveTasks
-from .control import CarryOn
-from .frame_log import Frame, FrameLog
-from .inputs import TaskInputs
-from .keyed_lock import KeyedLock
-from .model import (
+from ..records.task import (
     CANCELLED,
     COMPLETED,
     FAILED,
@@ -41,6 +33,14 @@ from .model import (
     legacy_status_for_result,
     new_task_id,
 )
+from ..store import Claim, Store, StoreError
+from ..telemetry import tracing
+from . import changes, frame_log
+from .active import ActiveTasks
+from .control import CarryOn
+from .frame_log import Frame, FrameLog
+from .inputs import TaskInputs
+from .keyed_lock import KeyedLock
 from .pacing import PollPacer
 
 log = logging.getLogger("mcpx.tasks")

@@ -17,7 +17,7 @@ from typing import Any
 import anyio
 
 from ..protocol.errors import InternalError
-from .model import INPUT_REQUIRED, WORKING, Status, Task
+from ..records.task import INPUT_REQUIRED, WORKING, Status, Task
 
 # The engine's compare-and-set of a task row (TaskEngine.change), and a read of the committed row.
 Change = Callable[[str, Callable[[Task], Task | None]], Awaitable[Task | None]]

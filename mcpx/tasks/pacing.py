@@ -10,7 +10,7 @@ from collections.abc import Awaitable, Callable
 
 import anyio
 
-from .model import Task
+from ..records.task import Task
 
 TRACKED = 10_000  # tasks whose last poll is remembered (the least recently polled go first)
 

@@ -21,8 +21,8 @@ import anyio
 
 from ..protocol.errors import INTERNAL_ERROR, UpstreamUnavailable
 from ..protocol.revisions import Era
+from ..records.task import CANCELLED, FAILED, WORKING, Task, new_task_id
 from .engine import Outcome, TaskEngine, now_ms, outcome_of_error, outcome_of_result
-from .model import CANCELLED, FAILED, WORKING, Task, new_task_id
 from .why import asked_a_question, ran_long
 
 log = logging.getLogger("mcpx.calls")

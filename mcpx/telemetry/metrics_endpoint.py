@@ -11,7 +11,7 @@ import secrets
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 from starlette.types import Receive, Scope, Send
 
-from ..api.origin import origin_allowed
+from ..protocol.origin import origin_allowed
 
 
 class MetricsEndpoint:

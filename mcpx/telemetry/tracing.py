@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
 
-from .telemetry_config import TracesConfig
+from ..config.telemetry import TracesConfig
 
 if TYPE_CHECKING:  # the SDK is imported only when tracing is turned on
     from opentelemetry.context import Context

@@ -7,14 +7,21 @@ from __future__ import annotations
 import contextlib
 import functools
 from collections.abc import Awaitable, Callable, Iterator
-from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Any, ParamSpec, Protocol, TypeVar
 
 from . import tracing
 
 if TYPE_CHECKING:
     from opentelemetry.context import Context
 
-    from ..host.connection import RequestContext
+
+class RequestContext(Protocol):
+    """What a wait needs of the host request it belongs to (host/connection.py's RequestContext):
+    its span, if tracing made one. Telemetry imports nothing of the packages it observes."""
+
+    @property
+    def span(self) -> Any: ...
+
 
 P = ParamSpec("P")
 R = TypeVar("R")

@@ -17,8 +17,8 @@ from typing import Any
 from ..protocol import shaping
 from ..protocol.errors import InternalError, UpstreamUnavailable
 from ..protocol.revisions import LEGACY_LATEST, MODERN
+from ..records.task import Task
 from ..tasks.control import TaskControl
-from ..tasks.model import Task
 from .pool import UpstreamPool
 from .tasks import follow
 

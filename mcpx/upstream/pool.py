@@ -14,7 +14,7 @@ from typing import Any, Literal
 import anyio
 from anyio.abc import TaskGroup, TaskStatus
 
-from ..daemon.config import Config, ServerConfig
+from ..config.model import Config, ServerConfig
 from ..protocol import jsonrpc
 from ..protocol.errors import InvalidParams, LimitReached, McpError, UpstreamError, UpstreamUnavailable
 from .catalogue import CHANGED, KINDS, Naming, template_matches, valid_items

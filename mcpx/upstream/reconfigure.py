@@ -16,8 +16,8 @@ from collections.abc import Awaitable, Callable, Iterable
 import anyio
 from anyio.abc import TaskGroup
 
-from ..daemon.config import Config
-from ..daemon.reload import ServerChanges
+from ..config.diff import ServerChanges
+from ..config.model import Config
 from .catalogue import KINDS
 from .host_scoped import HostInstances
 from .pool import UpstreamPool, UpstreamServer

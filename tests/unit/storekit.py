@@ -20,9 +20,9 @@ from anyio.abc import TaskGroup
 
 from mcpx.api.event_schemas import DATA
 from mcpx.events.bus import EVENT_KINDS, EventBus, EventFilter, StoredEvent, Subscriber
+from mcpx.records.task import WORKING, Status, Task, new_task_id
 from mcpx.store.postgres import PostgresStore
 from mcpx.store.sqlite import SqliteStore
-from mcpx.tasks.model import WORKING, Status, Task, new_task_id
 
 OWNER = "conn:alpha"
 NOW = 1_700_000_000_000

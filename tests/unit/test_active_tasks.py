@@ -7,8 +7,8 @@ from dataclasses import replace
 import pytest
 
 from mcpx.protocol.errors import LimitReached
+from mcpx.records.task import CANCELLED, WORKING, Task
 from mcpx.tasks.active import ActiveTasks
-from mcpx.tasks.model import CANCELLED, WORKING, Task
 
 
 def _task(tid: str, owner: str) -> Task:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from mcpx.daemon.config import ConfigError, parse_config
-from mcpx.host.auth import TokenTable, sha256_hex
+from mcpx.config.model import ConfigError, parse_config, sha256_hex
+from mcpx.host.auth import TokenTable
 
 ALICE = "a" * 20
 BOB = "b" * 20

@@ -16,8 +16,9 @@ from anyio.abc import TaskGroup
 
 from mcpx.events.bus import EventBus, StoredEvent, Subscriber
 from mcpx.protocol.errors import InternalError, LimitReached, MethodNotFound, UpstreamError
+from mcpx.questions.answers import AnswerError
 from mcpx.questions.broker import Broker, NotOpen, NotRecorded, UnknownQuestion
-from mcpx.questions.question import USER_REJECTED, AnswerError, Question
+from mcpx.records.question import USER_REJECTED, Question
 from mcpx.store import StoreError
 from mcpx.store.sqlite import SqliteStore
 

@@ -17,7 +17,7 @@ import pytest
 
 from mcpx.protocol.errors import InternalError
 from mcpx.questions.broker import Broker, NotRecorded
-from mcpx.questions.question import Question
+from mcpx.records.question import Question
 from mcpx.store.sqlite import SqliteStore
 
 from .storekit import WAIT_S, Watch

@@ -9,16 +9,16 @@ from typing import Any
 
 import pytest
 
-from mcpx.daemon.config import ConfigError, load_config, parse_config
-from mcpx.daemon.config_env import parse_env_file
-from mcpx.daemon.config_keys import (
+from mcpx.config.doc_blocks import rewrite_block
+from mcpx.config.expand import parse_env_file
+from mcpx.config.host_keys import (
     OTHER_HOSTS_SERVER_OBJECTS,
     SERVER_KEYS_FROM_OTHER_HOSTS,
     TOP_LEVEL_FROM_OTHER_HOSTS,
     did_you_mean,
     render_host_keys,
 )
-from mcpx.daemon.doc_blocks import rewrite_block
+from mcpx.config.model import ConfigError, load_config, parse_config
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -134,7 +134,7 @@ def test_disabled_true_keeps_the_server_out_of_the_active_ones() -> None:
 def test_docs_hosts_md_lists_the_allow_listed_keys_as_the_code_has_them(tmp_path: Path) -> None:
     copy = tmp_path / "hosts.md"
     copy.write_text((ROOT / "docs" / "hosts.md").read_text())
-    assert not rewrite_block(copy, "host-keys", render_host_keys()), "run: python -m mcpx.daemon.config_keys"
+    assert not rewrite_block(copy, "host-keys", render_host_keys()), "run: python -m mcpx.config.host_keys"
 
 
 # ---- ${VAR} substitution -------------------------------------------------------------------------

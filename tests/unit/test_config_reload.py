@@ -14,9 +14,9 @@ import pytest
 
 from console.notices import config_notice
 from mcpx.cli.text_format import reload_text
+from mcpx.config.diff import ReloadOutcome, ServerChanges, diff_servers, needs_restart
+from mcpx.config.model import Config, parse_config
 from mcpx.daemon import config_watch
-from mcpx.daemon.config import Config, parse_config
-from mcpx.daemon.reload import ReloadOutcome, ServerChanges, diff_servers, needs_restart
 from mcpx.daemon.reloader import Reloader
 from mcpx.events.bus import Event
 

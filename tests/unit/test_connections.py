@@ -15,8 +15,8 @@ import anyio
 import pytest
 
 from mcpx.connections import registry as connections_module
-from mcpx.connections.record import ConnectionRecord
 from mcpx.connections.registry import RESTARTED, ConnectionRegistry, now_ms
+from mcpx.records.connection_record import ConnectionRecord
 from mcpx.store import StoreError
 
 from .storekit import Published, Running, check_event, opened

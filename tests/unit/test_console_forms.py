@@ -2,7 +2,7 @@
 
 The elicitation schemas are the 2026-07-28 spec examples where it has them (paths relative to
 /work/shared/spec/upstream/schema/2026-07-28/examples/); content that ``collect`` accepts is also
-what the daemon's own check (``mcpx.questions.question.operator_answer``) accepts.
+what the daemon's own check (``mcpx.questions.answers.operator_answer``) accepts.
 """
 
 from __future__ import annotations
@@ -15,8 +15,9 @@ import pytest
 from shared_folder import SPEC
 
 from console.forms import Answer, collect, form_spec, parse_result, quick_answer, split_errors
+from mcpx.questions.answers import operator_answer
 from mcpx.questions.elicitation import with_defaults
-from mcpx.questions.question import Question, operator_answer
+from mcpx.records.question import Question
 
 EXAMPLES = SPEC / "schema" / "2026-07-28" / "examples"
 METHODS = {"sampling": "sampling/createMessage", "roots": "roots/list", "other": "ping"}

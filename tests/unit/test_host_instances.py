@@ -9,7 +9,7 @@ from typing import Any, cast
 import anyio
 import pytest
 
-from mcpx.daemon.config import ServerConfig
+from mcpx.config.model import ServerConfig
 from mcpx.protocol.errors import LimitReached
 from mcpx.upstream import host_scoped
 from mcpx.upstream.host_scoped import HostInstances

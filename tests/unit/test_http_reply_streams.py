@@ -16,7 +16,7 @@ import pytest
 from anyio.abc import ByteStream
 from scripted_http import SSE_HEAD, LegacyMcp, Request, event, reply, result, serve
 
-from mcpx.daemon.config import ServerConfig
+from mcpx.config.model import ServerConfig
 from mcpx.protocol.jsonrpc import Id
 from mcpx.upstream.http import sse, streamable
 from mcpx.upstream.http.streamable import HttpTransport

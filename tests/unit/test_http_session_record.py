@@ -6,7 +6,7 @@ from __future__ import annotations
 import stat
 from pathlib import Path
 
-from mcpx.daemon.config import ServerConfig
+from mcpx.config.model import ServerConfig
 from mcpx.upstream.http import session_record as record
 
 CFG = ServerConfig(url="http://127.0.0.1:9/mcp", headers={"Authorization": "Bearer a"})

@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from mcpx.protocol.ids import opaque_id
-from mcpx.tasks.model import new_task_id
+from mcpx.records.task import new_task_id
 
 
 def test_ids_never_start_like_a_command_line_option() -> None:

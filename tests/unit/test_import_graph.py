@@ -6,8 +6,8 @@
   enclosing package that itself reaches into that subpackage (e.g. upstream/tasks/ importing
   upstream/pool.py, which builds upstream/tasks/). Importing a package's face for `__version__`
   is not a reach back: mcpx/__init__.py imports nothing.
-- protocol/ imports only protocol/ (it is the pure core everything else builds on); the era task
-  modules get their interface (host/task_host.py), never the dispatcher.
+- (The layers, protocol/'s purity and the era modules' interface are import-linter contracts in
+  pyproject.toml, run by the check command: `lint-imports`.)
 - No two modules share a name, except the `python -m` aliases kept for old command lines.
 - At most five modules stay at mcpx/'s top level: the rest live in the room they serve.
 
@@ -20,8 +20,6 @@ import ast
 import collections
 import sys
 from pathlib import Path
-
-import pytest
 
 import console
 import mcpx
@@ -152,8 +150,8 @@ def test_the_graph_sees_both_packages_and_type_only_imports() -> None:
 def test_the_circle_finder_finds_a_circle() -> None:
     saved = dict(GRAPH)
     try:
-        GRAPH["mcpx.tasks.model"] = {*GRAPH["mcpx.tasks.model"], "mcpx.tasks.engine"}
-        assert any("mcpx.tasks.model" in group and "mcpx.tasks.engine" in group for group in circles())
+        GRAPH["mcpx.records.task"] = {*GRAPH["mcpx.records.task"], "mcpx.tasks.engine"}
+        assert any("mcpx.records.task" in group and "mcpx.tasks.engine" in group for group in circles())
         GRAPH["mcpx.upstream.tasks.follow"] = {*GRAPH["mcpx.upstream.tasks.follow"], "mcpx.upstream.pool"}
         assert any(line.startswith("mcpx.upstream.tasks.follow -> mcpx.upstream.pool") for line in reaches_back())
     finally:
@@ -172,25 +170,6 @@ def test_no_child_module_reaches_back_to_its_parent() -> None:
     assert reaches_back() == []
 
 
-@pytest.mark.parametrize("module", sorted(m for m in GRAPH if m.startswith("mcpx.protocol.")))
-def test_protocol_imports_only_protocol(module: str) -> None:
-    assert {m for m in GRAPH[module] if not m.startswith("mcpx.protocol")} == set()
-
-
-@pytest.mark.parametrize(
-    "module",
-    [
-        "mcpx.host.eras",
-        "mcpx.host.legacy_task_methods",
-        "mcpx.host.modern_task_methods",
-        "mcpx.host.listen",
-        "mcpx.host.upstream_call",
-    ],
-)
-def test_era_modules_do_not_import_the_dispatcher(module: str) -> None:
-    assert "mcpx.host.dispatch" not in GRAPH[module]
-
-
 def test_no_two_modules_share_a_name() -> None:
     by_name = collections.defaultdict(list)
     for name, path in FILES.items():
@@ -201,7 +180,7 @@ def test_no_two_modules_share_a_name() -> None:
 
 # What the console may use of mcpx: the client that finds /v1 (the state folder's info file and
 # token), and the elicitation form rules every surface shares. Nothing of the daemon itself.
-CONSOLE_MAY_IMPORT = {"mcpx.cli.daemon_client", "mcpx.questions.elicitation"}
+CONSOLE_MAY_IMPORT = {"mcpx.client.daemon_client", "mcpx.questions.elicitation"}
 
 
 def test_the_console_reaches_the_daemon_only_through_its_public_client() -> None:

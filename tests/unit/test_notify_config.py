@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from mcpx.daemon.config import ConfigError, parse_config
+from mcpx.config.model import ConfigError, parse_config
 
 SECRET = "sixteen-chars-or-more"
 

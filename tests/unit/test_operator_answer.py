@@ -1,4 +1,4 @@
-"""mcpx.questions.question.operator_answer: what the upstream gets for an operator's answer, per question
+"""mcpx.questions.answers.operator_answer: what the upstream gets for an operator's answer, per question
 kind (form and URL elicitation, sampling, roots, anything else) and action (accept, decline,
 cancel), and the field each refusal names (the 422 body's `fields`). Pure."""
 
@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from mcpx.questions.question import USER_REJECTED, Action, AnswerError, Question, operator_answer
+from mcpx.questions.answers import AnswerError, operator_answer
+from mcpx.records.question import USER_REJECTED, Action, Question
 
 SCHEMA = {
     "type": "object",

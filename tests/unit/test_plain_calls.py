@@ -13,9 +13,9 @@ import anyio
 import pytest
 
 from mcpx.protocol.errors import UpstreamError, UpstreamUnavailable
+from mcpx.records.task import CANCELLED, COMPLETED, FAILED, Task
 from mcpx.store.sqlite import SqliteStore
 from mcpx.tasks.engine import RESTARTED, TaskEngine
-from mcpx.tasks.model import CANCELLED, COMPLETED, FAILED, Task
 from mcpx.tasks.plain_calls import CallInfo, LiveCall, OperatorCancelled, PlainCalls, progress_text
 
 from .storekit import Published

@@ -6,7 +6,7 @@ from __future__ import annotations
 import anyio
 import pytest
 
-from mcpx.tasks.model import COMPLETED
+from mcpx.records.task import COMPLETED
 from mcpx.tasks.pacing import TRACKED, PollPacer, poll_wait_ms
 
 from .storekit import task_record

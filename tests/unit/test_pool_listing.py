@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from mcpx.daemon.config import parse_config
+from mcpx.config.model import parse_config
 from mcpx.protocol.errors import InvalidParams, UpstreamUnavailable
 from mcpx.upstream.pool import UpstreamPool
 

@@ -12,7 +12,7 @@ import pytest
 from pgcluster import Cluster
 
 from mcpx.events.bus import Event
-from mcpx.questions.question import Question
+from mcpx.records.question import Question
 from mcpx.store import StoreError
 from mcpx.store.postgres import SCHEMA_VERSION
 

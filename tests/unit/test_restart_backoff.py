@@ -10,7 +10,7 @@ import anyio
 import pytest
 from anyio.lowlevel import checkpoint
 
-from mcpx.daemon.config import ServerConfig
+from mcpx.config.model import ServerConfig
 from mcpx.protocol.errors import UpstreamUnavailable
 from mcpx.upstream import pool
 from mcpx.upstream.pool import BACKOFF_CAP_S, BACKOFF_START_S, STABLE_AFTER_S, RestartBackoff, UpstreamServer

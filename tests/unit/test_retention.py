@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from mcpx.connections.record import ConnectionRecord
 from mcpx.connections.registry import ConnectionRegistry
-from mcpx.questions.question import Question
+from mcpx.records.connection_record import ConnectionRecord
+from mcpx.records.question import Question
 
 from .storekit import NOW, Site, opened, query, task_record
 

@@ -18,7 +18,7 @@ from console import state, wire
 from mcpx.api import event_schemas, models
 from mcpx.cli import text_format
 from mcpx.events import bus, kinds
-from mcpx.tasks import model as task_model
+from mcpx.records import task as task_model
 
 ROOT = Path(mcpx.__file__).resolve().parents[1]
 Json = dict[str, Any]

@@ -10,9 +10,9 @@ from typing import Any
 import anyio
 import pytest
 
+from mcpx.records.task import COMPLETED, Task
 from mcpx.store.sqlite import SqliteStore
 from mcpx.tasks.engine import TaskEngine
-from mcpx.tasks.model import COMPLETED, Task
 
 from .storekit import OWNER, Published, task_record
 

@@ -13,7 +13,7 @@ import asyncpg
 import pytest
 from pgcluster import Cluster
 
-from mcpx.daemon.config import Config
+from mcpx.config.model import Config
 from mcpx.store import StoreError
 from mcpx.store.base import Durability
 from mcpx.store.postgres import PostgresStore

@@ -10,11 +10,11 @@ from dataclasses import replace
 import anyio
 import pytest
 
-from mcpx.connections.record import ConnectionRecord
 from mcpx.events.bus import Event, StoredEvent
-from mcpx.questions.question import Question
+from mcpx.records.connection_record import ConnectionRecord
+from mcpx.records.question import Question
+from mcpx.records.task import COMPLETED, FAILED, INPUT_REQUIRED, Task
 from mcpx.store import StoreError
-from mcpx.tasks.model import COMPLETED, FAILED, INPUT_REQUIRED, Task
 
 from .storekit import NOW, Site, committed, opened, query, task_record
 

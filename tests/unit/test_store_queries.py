@@ -7,11 +7,11 @@ from dataclasses import replace
 
 import pytest
 
-from mcpx.connections.record import ConnectionRecord
-from mcpx.questions.question import Question
+from mcpx.records.connection_record import ConnectionRecord
+from mcpx.records.question import Question
+from mcpx.records.task import CANCELLED, COMPLETED, FAILED, INPUT_REQUIRED, WORKING, Task
 from mcpx.store import TaskQuery
 from mcpx.store.sqlite import SqliteStore
-from mcpx.tasks.model import CANCELLED, COMPLETED, FAILED, INPUT_REQUIRED, WORKING, Task
 
 from .storekit import NOW, Site, opened, query, task_record
 

@@ -9,8 +9,8 @@ from dataclasses import replace
 import pytest
 
 from mcpx.events.bus import Event, StoredEvent
+from mcpx.records.task import CANCELLED, COMPLETED, FAILED, INPUT_REQUIRED, TERMINAL, WORKING, Status, Task
 from mcpx.tasks import changes
-from mcpx.tasks.model import CANCELLED, COMPLETED, FAILED, INPUT_REQUIRED, TERMINAL, WORKING, Status, Task
 
 from .storekit import NOW, check_event, task_record
 

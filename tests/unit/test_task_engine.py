@@ -12,7 +12,7 @@ from typing import Any, cast
 import anyio
 import pytest
 
-from mcpx.daemon.config import Config
+from mcpx.config.model import Config
 from mcpx.events.bus import StoredEvent
 from mcpx.host.connection import HostConnection, RequestContext
 from mcpx.host.dispatch import Dispatcher
@@ -21,13 +21,13 @@ from mcpx.host.subscriptions import Hub
 from mcpx.protocol.errors import INTERNAL_ERROR, InternalError, InvalidParams, UpstreamError
 from mcpx.protocol.legacy_tasks import PAGE
 from mcpx.protocol.revisions import LEGACY_LATEST, Era
+from mcpx.records.task import CANCELLED, COMPLETED, FAILED, INPUT_REQUIRED, TERMINAL, WORKING, Status, Task
 from mcpx.store.sqlite import SqliteStore
 from mcpx.tasks import engine as engine_module
 from mcpx.tasks import frame_log
 from mcpx.tasks.control import CarryOn, TaskControl
 from mcpx.tasks.engine import RESTARTED, TaskEngine, current_run, now_ms
 from mcpx.tasks.inputs import WAITING_FOR_INPUT
-from mcpx.tasks.model import CANCELLED, COMPLETED, FAILED, INPUT_REQUIRED, TERMINAL, WORKING, Status, Task
 from mcpx.upstream.pool import UpstreamPool
 
 from .storekit import OWNER, Published, check_event, seed, task_record

@@ -8,7 +8,7 @@ from wire_schema import check_definition
 from mcpx.protocol import request_state
 from mcpx.protocol.errors import InvalidParams
 from mcpx.protocol.task_wire import legacy_task, modern_task
-from mcpx.tasks.model import (
+from mcpx.records.task import (
     CANCELLED,
     COMPLETED,
     FAILED,

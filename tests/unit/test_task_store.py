@@ -17,10 +17,10 @@ import pytest
 from anyio.abc import TaskGroup
 
 from mcpx.events.bus import Event
-from mcpx.questions.question import Question
+from mcpx.records.question import Question
+from mcpx.records.task import CANCELLED, COMPLETED, FAILED, INPUT_REQUIRED, WORKING, Task
 from mcpx.store import StoreError
 from mcpx.store.sqlite import BATCH_MAX, SqliteStore
-from mcpx.tasks.model import CANCELLED, COMPLETED, FAILED, INPUT_REQUIRED, WORKING, Task
 
 from .storekit import NOW, OWNER, Running, Site, committed, opened, query, task_record
 

@@ -13,11 +13,11 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind, StatusCode
 
+from mcpx.config.telemetry import TracesConfig
 from mcpx.host.connection import HostConnection, RequestContext
 from mcpx.protocol import jsonrpc
 from mcpx.protocol.revisions import LEGACY_LATEST, MODERN
 from mcpx.telemetry import tracing
-from mcpx.telemetry.telemetry_config import TracesConfig
 
 HOST_TRACE = "4bf92f3577b34da6a3ce929d0e0e4736"
 HOST_SPAN = "00f067aa0ba902b7"

@@ -16,7 +16,6 @@ import anyio
 from starlette.types import Receive, Scope
 from starlette.types import Send as AsgiSend
 
-from ...api.origin import origin_allowed
 from ...connections import naming
 from ...protocol import jsonrpc, modern
 from ...protocol.errors import (
@@ -28,6 +27,7 @@ from ...protocol.errors import (
     InvalidRequest,
     McpError,
 )
+from ...protocol.origin import origin_allowed
 from ...protocol.revisions import LEGACY_LATEST, MODERN, Era, is_modern
 from ...telemetry import tracing
 from ..auth import TokenTable

@@ -13,9 +13,9 @@ from typing import Any
 import anyio
 
 from ...connections import naming
-from ...connections.record import ConnectionRecord
 from ...protocol import jsonrpc
 from ...protocol.ids import opaque_id
+from ...records.connection_record import ConnectionRecord
 from ...store import Store, StoreError
 from ..connection import HostConnection
 from ..router import HostRouter

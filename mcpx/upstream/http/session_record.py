@@ -15,8 +15,8 @@ import json
 from pathlib import Path
 from typing import Any, TypedDict
 
-from ...daemon.config import ServerConfig
-from ...daemon.state_folder import write_private_json
+from ...config.model import ServerConfig
+from ...config.state_files import write_private_json
 from ..stdio.keeper_wire import stem
 
 FOLDER = "upstream-sessions"

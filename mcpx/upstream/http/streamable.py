@@ -21,7 +21,7 @@ from typing import Any, Literal
 
 import anyio
 
-from ...daemon.config import ServerConfig
+from ...config.model import ServerConfig
 from ...protocol import fastjson
 from ...protocol.errors import UPSTREAM_UNAVAILABLE
 from ...protocol.jsonrpc import Id

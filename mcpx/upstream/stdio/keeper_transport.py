@@ -27,7 +27,7 @@ from anyio.streams.buffered import BufferedByteReceiveStream
 
 import mcpx
 
-from ...daemon.config import ServerConfig
+from ...config.model import ServerConfig
 from ...protocol.jsonrpc import Id
 from ...protocol.revisions import Era
 from ..fair_share import FairShare

@@ -21,11 +21,11 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ...daemon.state_folder import pid_alive, write_private_json
+from ...config.state_files import pid_alive, write_private_json
 from ...protocol import fastjson
 
 if TYPE_CHECKING:  # the keeper process imports this module: it need not load the config models
-    from ...daemon.config import ServerConfig
+    from ...config.model import ServerConfig
 
 CONTROL = "mcpx-keeper"
 Id = str | int  # a JSON-RPC request id

@@ -14,7 +14,7 @@ from typing import Any, Literal
 import anyio
 from anyio.abc import Process
 
-from ...daemon.config import ServerConfig
+from ...config.model import ServerConfig
 from ...protocol.jsonrpc import Id
 from ...protocol.revisions import Era
 from ..fair_share import FairShare

@@ -22,7 +22,7 @@ from typing import Protocol
 import anyio
 from anyio.abc import TaskGroup, TaskStatus
 
-from ...daemon.config import ServerConfig
+from ...config.model import ServerConfig
 from ...protocol.errors import UpstreamUnavailable
 from ..http.streamable import HttpTransport
 from ..session import UpstreamSession

@@ -6,6 +6,7 @@ config reference from these models, so the two cannot drift.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -16,14 +17,18 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, model_validator
 
 from ..events.kinds import EventKind
-from ..host.auth import sha256_hex
-from ..telemetry.telemetry_config import MetricsConfig, TracesConfig
-from . import config_env, config_keys
-from .config_servers import McpxServerOptions as McpxServerOptions
-from .config_servers import ServerConfig as ServerConfig
-from .config_servers import TaskSupport as TaskSupport
-from .config_servers import ToolOverride as ToolOverride
-from .config_servers import runs_mcpx_serve as runs_mcpx_serve
+from . import expand, host_keys
+from .servers import McpxServerOptions as McpxServerOptions
+from .servers import ServerConfig as ServerConfig
+from .servers import TaskSupport as TaskSupport
+from .servers import ToolOverride as ToolOverride
+from .servers import runs_mcpx_serve as runs_mcpx_serve
+from .telemetry import MetricsConfig, TracesConfig
+
+
+def sha256_hex(token: str) -> str:
+    """How a bearer token is kept and compared (`tokenSha256`)."""
+    return hashlib.sha256(token.encode("utf-8")).hexdigest()
 
 
 class ConfigError(Exception):
@@ -287,7 +292,7 @@ class NotifyConfig(_Strict):
 
 
 class Config(BaseModel):
-    # Other hosts' top-level keys pass (config_keys.py lists them; parse_config refuses any other).
+    # Other hosts' top-level keys pass (host_keys.py lists them; parse_config refuses any other).
     model_config = ConfigDict(extra="ignore")
 
     mcpServers: dict[str, ServerConfig] = Field(
@@ -370,14 +375,14 @@ def parse_config(
     lists every problem found, each with where it is."""
     if not isinstance(data, dict):
         raise ConfigError(f"{source}: the top level must be a JSON object")
-    problems = config_keys.unknown_keys(data, Config, _TOLERATED)
-    servers_problem = config_keys.servers_object_problem(data)
+    problems = host_keys.unknown_keys(data, Config, _TOLERATED)
+    servers_problem = host_keys.servers_object_problem(data)
     if servers_problem is not None:
         key, message = servers_problem
         problems = [(where, msg) for where, msg in problems if where != (key,)] + [((key,), message)]
     servers = data.get("mcpServers")
     if isinstance(servers, dict):
-        expanded, unset = config_env.expand_servers(servers, os.environ if environ is None else environ, base_dir)
+        expanded, unset = expand.expand_servers(servers, os.environ if environ is None else environ, base_dir)
         problems += unset
         data = {**data, "mcpServers": {name: _url_from_alias(entry) for name, entry in expanded.items()}}
     if problems:
@@ -391,14 +396,14 @@ def parse_config(
             msg = err["msg"].removeprefix("Value error, ")  # pydantic's wrapper, noise to a reader
             lines.append(f"{source}: {_where(loc)}: {msg}")
         raise ConfigError("\n".join(lines)) from None
-    config._warnings = [f"{source}: {note}" for note in config_keys.ignored_auth(data.get("mcpServers"))]
+    config._warnings = [f"{source}: {note}" for note in host_keys.ignored_auth(data.get("mcpServers"))]
     return config
 
 
-# The models' own keys, plus those other hosts write where mcpx may find them (config_keys.py).
+# The models' own keys, plus those other hosts write where mcpx may find them (host_keys.py).
 _TOLERATED: dict[type[BaseModel], Mapping[str, object]] = {
-    Config: {**config_keys.TOP_LEVEL_FROM_OTHER_HOSTS, **config_keys.OTHER_HOSTS_SERVER_OBJECTS},
-    ServerConfig: config_keys.SERVER_KEYS_FROM_OTHER_HOSTS,
+    Config: {**host_keys.TOP_LEVEL_FROM_OTHER_HOSTS, **host_keys.OTHER_HOSTS_SERVER_OBJECTS},
+    ServerConfig: host_keys.SERVER_KEYS_FROM_OTHER_HOSTS,
 }
 
 

@@ -8,8 +8,8 @@ from pathlib import Path
 from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 
-from ..telemetry.telemetry_config import MetricsConfig, TracesConfig
-from .config import (
+from .doc_blocks import rewrite_block
+from .model import (
     AuthConfig,
     AuthToken,
     CallsConfig,
@@ -29,7 +29,7 @@ from .config import (
     TasksConfig,
     ToolOverride,
 )
-from .doc_blocks import rewrite_block
+from .telemetry import MetricsConfig, TracesConfig
 
 SECTIONS: list[tuple[str, type[BaseModel]]] = [
     ("top level", Config),

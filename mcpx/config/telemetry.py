@@ -1,5 +1,5 @@
 """The `traces` and `metrics` config blocks (docs/telemetry.md), declared here beside the code
-that reads them; mcpx/daemon/config.py only names them.
+that reads them; mcpx/config/model.py only names them.
 
 Not `telemetry`: that top-level key is Gemini CLI's own (its settings.json, which mcpx tolerates
 in FOREIGN_TOP_LEVEL), so a strict block of that name would refuse a Gemini file's settings."""

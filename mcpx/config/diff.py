@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
-from .config import Config, ServerConfig
+from .model import Config, ServerConfig
 
 LIVE = frozenset({"mcpServers"})  # the top-level keys a reload applies
 Trigger = Literal["signal", "file", "api"]

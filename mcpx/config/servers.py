@@ -86,7 +86,7 @@ class ServerConfig(BaseModel):
     """One entry of `mcpServers`: a stdio command or a Streamable HTTP URL."""
 
     # Other hosts put their own keys here (`type`, `alwaysAllow`, ...): parse_config lets through only
-    # those config_keys.py lists, and they are kept as extras.
+    # those host_keys.py lists, and they are kept as extras.
     model_config = ConfigDict(extra="allow")
 
     command: str | None = Field(None, description="Executable to start as a stdio upstream.")

@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 import httpx
 
-from ..daemon import state_folder
+from ..config import state_files
 
 EXIT_OK = 0
 EXIT_ERROR = 1
@@ -43,8 +43,8 @@ class ApiError(CliError):
 
 def running_daemon(folder: Path) -> dict[str, Any] | None:
     """The info file of the daemon serving `folder`, if its process is alive."""
-    info = state_folder.read_info(folder)
-    if info is None or not state_folder.pid_alive(info.get("pid")):
+    info = state_files.read_info(folder)
+    if info is None or not state_files.pid_alive(info.get("pid")):
         return None
     return info
 
@@ -56,7 +56,7 @@ def daemon_endpoint(folder: Path) -> tuple[str, str] | None:
     if info is None:
         return None
     try:
-        token = (folder / state_folder.TOKEN).read_text().strip()
+        token = (folder / state_files.TOKEN).read_text().strip()
     except OSError:
         return None
     return f"http://127.0.0.1:{int(info['port'])}", token
@@ -69,7 +69,7 @@ class Api:
         self.folder = folder
         self.info = info
         self.port = int(info["port"])
-        self.token = (folder / state_folder.TOKEN).read_text().strip()
+        self.token = (folder / state_files.TOKEN).read_text().strip()
         self.client = httpx.Client(
             base_url=f"http://127.0.0.1:{self.port}",
             headers={"Authorization": f"Bearer {self.token}"},
