@@ -46,8 +46,9 @@ def cmd_daemon(args: argparse.Namespace) -> int:
         return 2
     folder = state_dir(args.state_dir)
     from ..store import faults
+    from ..upstream.stdio import send_fault
 
-    daemon = Daemon(config, path, folder, args.port, before_commit=faults.from_env())
+    daemon = Daemon(config, path, folder, args.port, before_commit=faults.from_env(), before_send=send_fault.from_env())
     try:
         anyio.run(daemon.run, backend_options={"use_uvloop": _has_uvloop()})
     except state_folder.AlreadyRunning as exc:

@@ -65,6 +65,7 @@ from ..upstream.host_scoped import HostInstances
 from ..upstream.http import session_record
 from ..upstream.pool import UpstreamPool, UpstreamServer
 from ..upstream.reconfigure import Reconfigurer
+from ..upstream.stdio.send_fault import BeforeSend
 from . import config_watch, state_folder
 from .reloader import Reloader
 
@@ -116,6 +117,7 @@ class Daemon:
         port: int | None = None,
         *,
         before_commit: BeforeCommit | None = None,  # tests only (store/faults.py)
+        before_send: BeforeSend | None = None,  # tests only (upstream/stdio/send_fault.py)
     ) -> None:
         self.config = config
         self.config_path = config_path
@@ -130,6 +132,7 @@ class Daemon:
             on_change=self._on_list_changed,
             on_resource_updated=self._on_resource_updated,
             ask_operator=self._ask_operator,
+            before_send=before_send,
         )
         self.hub = Hub()
         self.bus = EventBus()

@@ -23,6 +23,9 @@ class TaskControl(Protocol):
     async def store_upstream_task(self, task_id: str, upstream_task_id: str) -> None:
         """The task's cut call turned out to have become this upstream task: remember it."""
 
+    async def store_upstream_request(self, task_id: str, ref: str) -> None:
+        """The task's call, which its kept server never got, was sent again as `ref`: remember it."""
+
 
 # Finishes a task a previous daemon (or a lost instance) left running: the CallToolResult shaped
 # for the task's era, or an exception, exactly like the call a task runs.

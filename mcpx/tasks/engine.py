@@ -331,6 +331,14 @@ class TaskEngine:
         """A task's cut call turned out (after a restart) to have become this upstream task."""
         await self._store_upstream_id(task_id, upstream_task_id)
 
+    async def store_upstream_request(self, task_id: str, ref: str) -> None:
+        """A carried-on task's call, which its kept server never got, went out again as `ref`."""
+
+        def update(current: Task) -> Task | None:
+            return None if current.terminal else replace(current, upstream_request=ref)
+
+        await self.change(task_id, update)
+
     async def _store_upstream_id(self, task_id: str, upstream_task_id: str, session: str | None = None) -> None:
         def update(current: Task) -> Task | None:
             if current.terminal:

@@ -16,10 +16,12 @@ from typing import Any
 
 from ..protocol import shaping
 from ..protocol.errors import InternalError, UpstreamUnavailable
+from ..protocol.jsonrpc import Id
 from ..protocol.revisions import LEGACY_LATEST, MODERN
 from ..records.task import Task
 from ..tasks.control import TaskControl
-from .pool import UpstreamPool
+from .pool import UpstreamPool, UpstreamServer
+from .session import NeverArrived, UpstreamSession
 from .tasks import follow
 
 log = logging.getLogger("mcpx.upstream")
@@ -75,7 +77,11 @@ class Reclaimer:
             raise UpstreamUnavailable(
                 f"upstream {task.upstream!r} {how} while the mcpx daemon was down; the result of this call is lost"
             )
-        res = await session.claim(rid, timeout=server.cfg.mcpx.callTimeout)
+        try:
+            res = await session.claim(rid, timeout=server.cfg.mcpx.callTimeout)
+        except NeverArrived as never:
+            log.info("task %s: %s; sending it again", task.id, never.message)
+            return await _send_again(server, session, control, task)
         created = follow.created_task(session, res)
         if created is not None:
             upstream_task_id = str(created["taskId"])
@@ -87,6 +93,55 @@ class Reclaimer:
         return shaping.call_result_for(
             server.naming.call_result_out(res), LEGACY_LATEST if task.era == "legacy" else MODERN
         )
+
+
+async def _send_again(
+    server: UpstreamServer, session: UpstreamSession, control: TaskControl, task: Task
+) -> dict[str, Any]:
+    """The task's call, which its kept server never got, sent now as it was meant: as an upstream
+    task where the server runs this tool as one, else as a plain call. Its new request id goes on
+    the row first, as the first one did, so another restart still finds it."""
+    params = {"name": task.tool, "arguments": task.arguments}
+    run_id = session.transport.run_id
+
+    async def sent(rid: Id) -> None:
+        ref = make_ref(run_id, rid) if run_id is not None else None
+        if ref is not None:
+            await control.store_upstream_request(task.id, ref)
+
+    if follow.task_capable(session, follow.upstream_tool(server.lists.get("tools"), task.tool)):
+
+        async def on_task_id(upstream_task_id: str) -> None:
+            await control.store_upstream_task(task.id, upstream_task_id)
+
+        async def on_status(status: str, message: str | None) -> None:
+            await control.set_status_message(task.id, message)
+
+        on_input = None
+        if task.era == "modern":
+
+            async def on_input(requests: dict[str, Any]) -> dict[str, Any]:
+                return await control.ask(task.id, requests)
+
+        res = await follow.call(
+            session,
+            params,
+            get_session=server.ready_session,
+            on_task_id=on_task_id,
+            ttl_ms=task.ttl_ms,
+            on_input=on_input,
+            keep_upstream=lambda: control.closing,
+            on_status=on_status,
+            on_sent=sent,
+        )
+    else:
+        shaped = session.shape_params(params, client_caps={}, log_level=None)
+        res = await session.request("tools/call", shaped, timeout=server.cfg.mcpx.callTimeout, on_sent=sent)
+        if res.get("resultType") == "input_required":
+            raise InternalError(f"upstream {task.upstream!r} asked for input after the daemon restarted")
+    return shaping.call_result_for(
+        server.naming.call_result_out(res), LEGACY_LATEST if task.era == "legacy" else MODERN
+    )
 
 
 async def follow_upstream_task(

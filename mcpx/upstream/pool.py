@@ -23,6 +23,7 @@ from .http.streamable import HttpTransport
 from .session import UpstreamSession
 from .stdio.keeper_transport import KeeperTransport, retire_unconfigured
 from .stdio.process import START_MARK, StdioTransport
+from .stdio.send_fault import BeforeSend
 from .tasks.foreign_sessions import ForeignSessions
 from .transport import Transport
 
@@ -83,6 +84,7 @@ class KeeperSettings:
     folder: Path
     grace_s: float
     buffer_bytes: int
+    before_send: BeforeSend | None = None  # tests only (stdio/send_fault.py)
 
 
 @dataclass(frozen=True)
@@ -277,7 +279,13 @@ class UpstreamServer:
         if self.keepers is not None:
             k = self.keepers
             transport = keeper = KeeperTransport(
-                self.key, self.cfg, self.log_dir, k.folder, grace_s=k.grace_s, buffer_bytes=k.buffer_bytes
+                self.key,
+                self.cfg,
+                self.log_dir,
+                k.folder,
+                grace_s=k.grace_s,
+                buffer_bytes=k.buffer_bytes,
+                before_send=k.before_send,
             )
         elif self.cfg.transport == "stdio":
             transport = StdioTransport(self.log_name, self.cfg, self.log_dir)
@@ -596,13 +604,18 @@ class UpstreamPool:
         on_change: OnListChanged | None = None,
         on_resource_updated: OnResourceUpdated | None = None,
         ask_operator: AskOperator | None = None,
+        before_send: BeforeSend | None = None,
     ) -> None:
         """`on_change` and `on_resource_updated` hear what any server pushes (list changes, a
         subscribed resource updated), for the hosts; `ask_operator` takes a question a server asks
         that no one host's call can be tied to."""
         self.config = config
         k = config.keepers
-        self.keepers = KeeperSettings(keepers_folder, k.graceS, k.bufferBytes) if keepers_folder and k.enabled else None
+        self.keepers = (
+            KeeperSettings(keepers_folder, k.graceS, k.bufferBytes, before_send)
+            if keepers_folder and k.enabled
+            else None
+        )
         self.keepers_folder = keepers_folder
         self._log_dir = log_dir
         self._sessions_folder = sessions_folder
@@ -738,3 +751,4 @@ def _inherit(keeper: KeeperTransport, session: UpstreamSession) -> None:
     `nextId` are that daemon's, and the unanswered and replayed ones are still to be claimed."""
     session.continue_ids(keeper.next_id)
     session.inherited = {rid for rid, _ in keeper.outstanding} | set(keeper.replayed)
+    session.forwarded = keeper.forwarded

@@ -36,6 +36,7 @@ from ..protocol.revisions import (
 from ..tasks import frame_log
 from ..tasks.frame_log import FrameSink
 from ..telemetry import tracing
+from .stdio.id_ranges import IdRanges
 from .transport import Transport
 
 log = logging.getLogger("mcpx.upstream")
@@ -57,6 +58,11 @@ OnSent = Callable[[jsonrpc.Id], Awaitable[None]]
 MAX_ORPHANS = 10_000  # replies to a previous daemon's requests, held until a task row claims them
 # Requests a server may send mid-call; mcpx relays them to whoever made the call.
 _CALL_METHODS = frozenset({"tools/call", "prompts/get", "resources/read", "tasks/result"})
+
+
+class NeverArrived(UpstreamUnavailable):
+    """A previous daemon's request its kept server never got (the daemon stopped before sending it):
+    it can be sent again without running anything twice (upstream/carry_on.py does)."""
 
 
 @dataclass(frozen=True)
@@ -128,6 +134,7 @@ class UpstreamSession:
         self.first_id = 1
         self._orphans: dict[jsonrpc.Id, dict[str, Any]] = {}
         self.inherited: set[jsonrpc.Id] = set()  # a previous daemon's requests the server has not answered
+        self.forwarded: IdRanges | None = None  # which ids a kept server got, as its keeper said at attach
         self.detached = False  # the daemon stops but leaves the server running: cancel nothing upstream
 
     # ---- inbound -------------------------------------------------------------------------
@@ -340,6 +347,16 @@ class UpstreamSession:
         if held is not None:
             return self._result_of(held)
         if rid not in self.inherited:
+            seen = self.forwarded.seen(rid) if self.forwarded is not None and isinstance(rid, int) else "unknown"
+            if seen == "never":
+                raise NeverArrived(
+                    f"upstream {self.name!r} never got request {rid}: the daemon stopped before sending it"
+                )
+            if seen == "forwarded":
+                raise UpstreamUnavailable(
+                    f"upstream {self.name!r} got request {rid}, but its reply was lost while no daemon was connected"
+                    " (its keeper could hold no more); the result of this call is lost"
+                )
             raise UpstreamUnavailable(
                 f"upstream {self.name!r} has no record of request {rid} (it never arrived, or its reply was lost"
                 " while no daemon was connected); the result of this call is lost"

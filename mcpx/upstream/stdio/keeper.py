@@ -38,6 +38,7 @@ from anyio.streams.buffered import BufferedByteReceiveStream
 
 from ...protocol import fastjson, progress_batch
 from . import keeper_wire as wire
+from .id_ranges import IdRanges
 from .process_group import stop_group
 
 log = logging.getLogger("mcpx.keeper")
@@ -69,6 +70,9 @@ class Keeper:
         self.handshake: dict[str, Any] | None = None
         self.next_id = 1
         self.outstanding: dict[str, list[Any]] = {}  # json(id) -> [id, method]: sent, unanswered
+        # Every (integer) request id given to the server: a restarted daemon tells from it a request
+        # the server got (its reply lost, if not replayed) from one that never arrived (sent again).
+        self.forwarded = IdRanges()
         self._connected = anyio.Event()
         self._disconnected = anyio.Event()
         self._disconnected.set()
@@ -262,6 +266,7 @@ class Keeper:
                 handshake=self.handshake,
                 nextId=self.next_id,
                 outstanding=list(self.outstanding.values()),
+                forwarded=self.forwarded.wire(),
                 replayed=replayed,
                 lost=self.lost,
             )
@@ -319,8 +324,10 @@ class Keeper:
                 self.outstanding[json.dumps(rid)] = [rid, msg["method"]]
                 if len(self.outstanding) > MAX_OUTSTANDING:
                     del self.outstanding[next(iter(self.outstanding))]  # the oldest
-                if isinstance(rid, int) and not isinstance(rid, bool) and rid >= self.next_id:
-                    self.next_id = rid + 1
+                if isinstance(rid, int) and not isinstance(rid, bool):
+                    self.forwarded.add(rid)
+                    if rid >= self.next_id:
+                        self.next_id = rid + 1
         await self._to_server(line)
 
 

@@ -33,10 +33,12 @@ from ...protocol.revisions import Era
 from ..fair_share import FairShare
 from ..transport import Feed
 from . import keeper_wire as wire
+from .id_ranges import IdRanges
 from .line_batches import LineBatches, LineTooLong, feed_batch
 from .process import START_MARK
 from .process_group import killpg
 from .process_group import wait as wait_process
+from .send_fault import BeforeSend
 
 log = logging.getLogger("mcpx.upstream")
 SPAWN_TIMEOUT_S = 15.0
@@ -49,9 +51,18 @@ class KeeperTransport:
     kind: Literal["stdio", "http"] = "stdio"
 
     def __init__(
-        self, name: str, cfg: ServerConfig, log_dir: Path, folder: Path, *, grace_s: float, buffer_bytes: int
+        self,
+        name: str,
+        cfg: ServerConfig,
+        log_dir: Path,
+        folder: Path,
+        *,
+        grace_s: float,
+        buffer_bytes: int,
+        before_send: BeforeSend | None = None,
     ) -> None:
         self.name = name
+        self.before_send = before_send  # tests only: a daemon that dies before sending (send_fault.py)
         self.cfg = cfg
         self.log_dir = log_dir
         self.folder = folder
@@ -66,6 +77,7 @@ class KeeperTransport:
         self.next_id = 1
         self.outstanding: list[tuple[Id, str]] = []  # a previous daemon's unanswered requests
         self.replayed: list[Id] = []  # a previous daemon's answered requests whose replies follow the welcome
+        self.forwarded: IdRanges | None = None  # the ids the server got (None: an older keeper, nothing known)
         # Called with the welcome read and before any line after it is fed: the session learns
         # which replies are its predecessor's before the first of them arrives.
         self.on_welcome: Callable[[], None] | None = None
@@ -136,6 +148,7 @@ class KeeperTransport:
             if isinstance(item, list) and len(item) == 2 and isinstance(item[0], (str, int))
         ]
         self.replayed = [rid for rid in welcome.get("replayed") or [] if isinstance(rid, (str, int))]
+        self.forwarded = IdRanges.from_wire(welcome.get("forwarded"))
         lost = welcome.get("lost")
         self.lost = lost if isinstance(lost, int) else 0
         if self.lost:
@@ -227,6 +240,8 @@ class KeeperTransport:
         stream = self._stream
         if stream is None or self.closed.is_set():
             raise ConnectionError("process is not running")
+        if self.before_send is not None:
+            await self.before_send(msg)
         async with self._write_lock:
             try:
                 await stream.send(wire.encode(msg))
