@@ -3,14 +3,17 @@
 The shim holds no MCP state of its own: each stdin line goes to the daemon and each frame from the
 daemon becomes one stdout line, so calls and tasks outlive the host process. One thread polls
 stdin and the daemon's socket; a line costs one read and one write each way (serve_links.py says
-which socket). What it remembers is only what a reconnection needs: the ids of the host's requests
-still waiting (answered with an error if the daemon goes), and a 2025 host's initialize, replayed
-to a daemon that restarted so the host's session goes on without it noticing.
+which socket). What it remembers is only what a reconnection needs: the host's requests still
+waiting, and a 2025 host's initialize, replayed to a daemon that restarted so the host's session
+goes on without it noticing. A request still waiting goes to the next daemon marked as resumed
+(host/shim_wire.py): a call the previous daemon made on a kept server is collected, not made
+again. With no daemon back within RECONNECT_S, each gets an error.
 """
 
 from __future__ import annotations
 
 import os
+import secrets
 import select
 import sys
 import time
@@ -64,7 +67,7 @@ class Relay:
     def __init__(self, connect: Callable[[], Link | None], stdin: int = 0, stdout: int = 1) -> None:
         self.connect = connect
         self.stdin, self.stdout = stdin, stdout
-        self.pending: dict[Any, None] = {}  # ids of the host's requests not answered yet
+        self.pending: dict[Any, dict[str, Any]] = {}  # the host's requests not answered yet, by id
         self.initialize: dict[str, Any] | None = None  # a 2025 host's, replayed after a reconnection
         self.initialized: bytes | None = None
         self._partial = b""
@@ -81,9 +84,9 @@ class Relay:
             if outcome is not None:
                 return outcome
             _say(f"the daemon closed the connection; waiting up to {RECONNECT_S:g} s for it to come back")
-            self._fail_pending()
             found = self._reconnect()
             if found is None:
+                self._fail_pending()
                 _say("no daemon came back; exiting")
                 return 1
             link = found
@@ -147,7 +150,7 @@ class Relay:
             if msg is None or "method" not in msg:
                 continue
             if "id" in msg and _hashable(msg["id"]):
-                self.pending[msg["id"]] = None
+                self.pending[msg["id"]] = msg
                 if msg["method"] == "initialize":
                     self.initialize = msg
             elif msg["method"] == "notifications/initialized":
@@ -190,12 +193,7 @@ class Relay:
         while time.monotonic() < deadline:
             link = self.connect()
             if link is not None:
-                replay = []
-                if self.initialize is not None:
-                    replay.append(orjson.dumps({**self.initialize, "id": REINIT_ID}))
-                    if self.initialized is not None:
-                        replay.append(self.initialized)
-                self._held = replay + self._held
+                self._held = self._replay() + self._held
                 return link
             if poller.poll(RETRY_S * 1000):
                 lines = self._read_stdin()
@@ -203,6 +201,20 @@ class Relay:
                     return None  # the host is gone too
                 self._held += lines
         return None
+
+    def _replay(self) -> list[bytes]:
+        """For the next daemon: the host's session (its initialize, answered by this shim, unless
+        the host still waits for it), then every request still waiting, marked as resumed."""
+        replay = []
+        if self.initialize is not None:
+            waiting = self.pending.get(self.initialize.get("id")) is self.initialize
+            replay.append(orjson.dumps(self.initialize if waiting else {**self.initialize, "id": REINIT_ID}))
+            if self.initialized is not None:
+                replay.append(self.initialized)
+        replay += [
+            orjson.dumps(shim_wire.resume_line(msg)) for msg in self.pending.values() if msg is not self.initialize
+        ]
+        return replay
 
 
 def _sent(link: Link, lines: list[bytes]) -> bool:
@@ -227,7 +239,9 @@ def _hashable(value: object) -> bool:
 
 def relay(folder: Path) -> int:
     """Serve the host on stdin/stdout until it leaves, or the daemon leaves and does not come back."""
-    hello = shim_wire.Hello(label=os.environ.get(naming.LABEL_ENV), process=naming.parent_label())
+    hello = shim_wire.Hello(
+        label=os.environ.get(naming.LABEL_ENV), process=naming.parent_label(), instance=secrets.token_urlsafe(18)
+    )
     transport = os.environ.get(shim_wire.TRANSPORT_ENV) or None
     try:
         return Relay(lambda: connect(folder, hello, transport)).run()

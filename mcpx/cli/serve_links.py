@@ -27,6 +27,7 @@ from ..host import shim_wire
 READ_SIZE = 256 * 1024
 CONNECT_TIMEOUT_S = 10.0
 PID_HEADER = "X-Mcpx-Shim-Pid"
+INSTANCE_HEADER = "X-Mcpx-Shim-Instance"  # (host/shim_ws.py reads both)
 
 
 class Link(Protocol):
@@ -100,6 +101,8 @@ class WebsocketLink:
         request = proto.connect()
         request.headers["Authorization"] = f"Bearer {token}"
         request.headers[PID_HEADER] = str(os.getpid())
+        if hello.instance:
+            request.headers[INSTANCE_HEADER] = hello.instance
         if hello.label:
             request.headers[naming.LABEL_HEADER] = naming.to_header(hello.label)
         if hello.process:

@@ -41,6 +41,9 @@ class HostConnection:
     client_caps: dict[str, Any] = field(default_factory=dict)
     log_level: str | None = None
     shim_pid: int | None = None  # the `mcpx serve` process behind a stdio connection
+    # That process's own random id, the same across the daemons it talks to (host/shim_wire.py):
+    # what a restarted daemon finds the calls it made for this shim by.
+    shim_instance: str | None = None
     label: str | None = None  # what an operator tells it apart by (connections/naming.py)
     created: float = field(default_factory=time.time)
     # Its id in the connection registry (connections/registry.py): public, unlike a legacy session id.
@@ -146,6 +149,8 @@ class RequestContext:
     last_progress: float | None = None  # the last progress value relayed to this request's host
     request_id: Id | None = None  # the host's id for this request (a listen stream is named by it)
     plain: LiveCall | None = None  # a plain tools/call in flight, listed for operators if it runs long
+    # A request `mcpx serve` sent again because a previous daemon never answered it (shim_wire.py).
+    resumed: bool = False
     # Tracing only (mcpx/telemetry/tracing.py; both stay None when it is off): the HTTP request's
     # headers, for a `traceparent` there, and this request's span once started.
     http_headers: dict[str, str] | None = None

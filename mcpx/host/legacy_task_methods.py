@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..protocol import legacy_tasks as rules
-from ..protocol.errors import InternalError
+from ..protocol.errors import InternalError, UpstreamUnavailable
 from ..records.task import Task
 from ..store import StoreError
 from ..tasks.engine import ANCHOR_WAIT_S, now_ms
@@ -49,6 +49,13 @@ class LegacyTasks:
         rules.check_support(support, params)
         if "task" not in params:
             return await self.host.calls.call_tool(ctx, params, route, server)
+        if ctx.resumed:
+            # `mcpx serve` asks again because a previous daemon never answered: that daemon may have
+            # made the task already, and a second one would run the call twice.
+            raise UpstreamUnavailable(
+                "the mcpx daemon restarted before this task's handle reached you; the call was not made"
+                " again (if the task was created, tasks/list shows it)"
+            )
         refused = server.call_refusal()
         if refused is not None:
             raise refused  # before a handle: a task that could only fail at once is not made

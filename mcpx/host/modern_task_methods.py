@@ -114,6 +114,7 @@ class ModernTasks:
                 None if taskable else ctx.log_level,
                 None if taskable else ctx.notify,
             )
+            detached.resumed = ctx.resumed  # (a resumed call may not become a second task: upstream_call.py)
             park = Park()
             detached.park = park
             slot = _Slot()

@@ -14,10 +14,11 @@ from typing import Any, Protocol
 
 import anyio
 
-from ..protocol import jsonrpc
+from ..protocol import fastjson, jsonrpc
 from ..protocol.errors import McpError
 from ..protocol.revisions import LEGACY_LATEST, MODERN, is_modern
 from ..store import StoreError
+from . import shim_wire
 from .connection import HostConnection, Send
 from .outbound import Outbound, Write
 from .router import Call, HostRouter, emit
@@ -96,6 +97,15 @@ class ShimEndpoint:
             written.set()
 
     async def _frame(self, conn: HostConnection, text: bytes | str, write: Send, notify: Send, out: Outbound) -> None:
+        resumed = False
+        if text[:13] in (b'{"mcpx-shim":', '{"mcpx-shim":'):
+            try:
+                inner = shim_wire.resumed(fastjson.loads(text))
+            except ValueError:
+                inner = None
+            if inner is None:
+                return  # a line of the shim's own that this daemon does not know: not the host's
+            text, resumed = fastjson.dumps(inner), True
         try:
             msg = jsonrpc.parse(text)
         except McpError as exc:
@@ -122,6 +132,7 @@ class ShimEndpoint:
             rev = MODERN if is_modern(msg.params) else (conn.revision or LEGACY_LATEST)
             await write(emit(rev, msg.method, jsonrpc.error_from(msg.id, exc)))
             return
+        ctx.resumed = resumed
         refused = self.router.over_budget(conn)
         if refused is not None:
             await write(emit(ctx.revision, msg.method, jsonrpc.error_from(msg.id, refused)))

@@ -145,6 +145,8 @@ class ShimSocket:
                 return
             conn = HostConnection("stdio")
             conn.shim_pid = pid
+            conn.shim_instance = hello.instance
+            conn.id = shim_wire.connection_id(hello.instance) or conn.id
             conn.label = naming.clean_label(hello.label) or naming.clean_label(hello.process)
             await self.endpoint.serve(conn, _LineChannel(reader, writer))
         except Exception:  # one shim's failure is logged; the daemon serves the others

@@ -12,10 +12,12 @@ from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from ..connections import naming
 from ..protocol import jsonrpc
+from . import shim_wire
 from .connection import HostConnection
 from .shim_endpoint import ShimEndpoint
 
 PID_HEADER = "x-mcpx-shim-pid"
+INSTANCE_HEADER = "x-mcpx-shim-instance"
 
 
 class _WebsocketChannel:
@@ -49,5 +51,7 @@ class ShimWebsocket:
         conn = HostConnection("stdio", peer=f"{ws.client.host}:{ws.client.port}" if ws.client else None)
         pid = ws.headers.get(PID_HEADER, "")
         conn.shim_pid = int(pid) if pid.isdigit() else None
+        conn.shim_instance = shim_wire.valid_instance(ws.headers.get(INSTANCE_HEADER))
+        conn.id = shim_wire.connection_id(conn.shim_instance) or conn.id
         conn.label = naming.from_header(ws.headers.get(naming.LABEL_HEADER) or ws.headers.get(naming.PROCESS_HEADER))
         await self.endpoint.serve(conn, _WebsocketChannel(ws))

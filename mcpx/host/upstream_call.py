@@ -14,6 +14,7 @@ request and retries the upstream with the answers.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
@@ -30,7 +31,15 @@ from ..tasks.engine import Run, TaskEngine, current_run, now_ms
 from ..tasks.plain_calls import CallInfo, LiveCall, OperatorCancelled, PlainCalls
 from ..upstream import carry_on
 from ..upstream.pool import Route, UpstreamServer
-from ..upstream.session import RELAYED_CLIENT_CAPS, Caller, OnNotify, OnSent, UpstreamSession, current_caller
+from ..upstream.session import (
+    RELAYED_CLIENT_CAPS,
+    Caller,
+    NeverArrived,
+    OnNotify,
+    OnSent,
+    UpstreamSession,
+    current_caller,
+)
 from ..upstream.tasks import follow, foreign_sessions
 from .approvals import Approvals, Resumed
 from .asking import Asker
@@ -167,6 +176,7 @@ class UpstreamCalls:
     ) -> dict[str, Any]:
         session = await server.ready_session()
         req = build(ctx, session.era, method, params, key=self.state_key, raw_state=raw_state, now=now_ms())
+        origin = origin_of(ctx) if method == "tools/call" else None
         try:
             res = await session.request(
                 method,
@@ -175,6 +185,7 @@ class UpstreamCalls:
                 on_request=self.asker.on_request(ctx, server),
                 timeout=timeout,
                 on_sent=self._remember_request(session, plain=True) if method == "tools/call" else None,
+                origin=origin,
             )
             rounds = 0
             while res.get("resultType") == "input_required" and req.mrtr and ctx.era == "legacy":
@@ -189,6 +200,7 @@ class UpstreamCalls:
                     ),
                     on_notify=self.relay(ctx),
                     timeout=timeout,
+                    origin=origin,
                 )
         except TimeoutError:
             raise UpstreamUnavailable(f"upstream {server.key!r} did not answer {method} within {timeout} s") from None
@@ -253,6 +265,12 @@ class UpstreamCalls:
         followed = session is not None and follow.task_capable(
             session, follow.upstream_tool(server.lists.get("tools"), route.name)
         )
+        if ctx.resumed:
+            # `mcpx serve` asks again for a call a previous daemon never answered: its reply is
+            # collected, or the call made now if it never reached the server, never made twice.
+            collected = await self._resumed(ctx, named, server, timeout, plain=run is None and not followed)
+            if collected is not None:
+                return collected
         if run is None:
 
             async def inline(named: dict[str, Any]) -> dict[str, Any]:
@@ -270,6 +288,33 @@ class UpstreamCalls:
         if not followed or session is None:
             return await self._inline_call(ctx, named, server, timeout, raw_state=raw_state)
         return await self._followed(ctx, named, server, session, timeout, run)
+
+    async def _resumed(
+        self, ctx: RequestContext, named: dict[str, Any], server: UpstreamServer, timeout: float | None, *, plain: bool
+    ) -> dict[str, Any] | None:
+        """A host's call a previous daemon made for it on a kept server: its reply (or its error),
+        or None when the server never got it (the caller makes it now). Any call that cannot be
+        told apart so (another kind of server, a task, an older keeper) is refused, saying why."""
+        session = await server.ready_session()
+        origin = origin_of(ctx)
+        if plain and origin is not None and session.origins is not None:
+            rid = session.origins.get(origin)
+            if rid is None and session.origins_complete:
+                return None  # the keeper heard of every call the previous daemon made: not this one
+            if rid is not None:
+                try:
+                    res = await session.claim(rid, timeout=timeout)
+                except NeverArrived:
+                    return None
+                if res.get("resultType") == "input_required":
+                    raise UpstreamUnavailable(
+                        f"upstream {server.key!r} asked for input as the mcpx daemon restarted; call the tool again"
+                    )
+                return _for_host(res, server, ctx)
+        raise UpstreamUnavailable(
+            f"the mcpx daemon restarted while this call to {server.key!r} ran, and its result could not be"
+            " collected; the call was not made again (it may have run)"
+        )
 
     async def _followed(
         self,
@@ -458,6 +503,14 @@ def _for_host(res: dict[str, Any], server: UpstreamServer, ctx: RequestContext) 
     if res.get("resultType") == "input_required":
         return res
     return shaping.call_result_for(server.naming.call_result_out(res), ctx.revision)
+
+
+def origin_of(ctx: RequestContext) -> str | None:
+    """The host request a plain call is made for, as a kept server's keeper remembers it: only a
+    `mcpx serve` host's (its random instance id and the request's id) can ask for it again."""
+    if ctx.conn.shim_instance is None or ctx.request_id is None or ctx.task_id is not None:
+        return None
+    return f"{ctx.conn.shim_instance}:{json.dumps(ctx.request_id)}"
 
 
 def _caller(ctx: RequestContext, server: UpstreamServer, params: dict[str, Any]) -> Caller:

@@ -752,3 +752,4 @@ def _inherit(keeper: KeeperTransport, session: UpstreamSession) -> None:
     session.continue_ids(keeper.next_id)
     session.inherited = {rid for rid, _ in keeper.outstanding} | set(keeper.replayed)
     session.forwarded = keeper.forwarded
+    session.origins, session.origins_complete = keeper.origins, keeper.origins_complete

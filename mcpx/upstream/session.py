@@ -135,6 +135,10 @@ class UpstreamSession:
         self._orphans: dict[jsonrpc.Id, dict[str, Any]] = {}
         self.inherited: set[jsonrpc.Id] = set()  # a previous daemon's requests the server has not answered
         self.forwarded: IdRanges | None = None  # which ids a kept server got, as its keeper said at attach
+        # The host request each of a previous daemon's tools/calls was made for (its keeper's word),
+        # and whether that list is whole (then a host request not in it was never sent).
+        self.origins: dict[str, jsonrpc.Id] | None = None
+        self.origins_complete = False
         self.detached = False  # the daemon stops but leaves the server running: cancel nothing upstream
 
     # ---- inbound -------------------------------------------------------------------------
@@ -286,8 +290,10 @@ class UpstreamSession:
         on_request: OnRequest | None = None,
         timeout: float | None = None,
         on_sent: OnSent | None = None,
+        origin: str | None = None,
     ) -> dict[str, Any]:
-        """Send one request and wait for its reply; cancelling this call cancels it upstream."""
+        """Send one request and wait for its reply; cancelling this call cancels it upstream.
+        `origin`: the host request it is made for, remembered by a kept server's keeper."""
         if self.dead_reason is not None:
             raise UpstreamUnavailable(self.dead_reason)
         rid = next(self._ids)
@@ -317,7 +323,7 @@ class UpstreamSession:
                         out = jsonrpc.request(rid, method, params)
                         if sink is not None:
                             sink("upstream", "out", out)
-                        await self.transport.send(out)
+                        await self.transport.send(out, origin)
                     except ConnectionError as exc:
                         raise UpstreamUnavailable(f"upstream {self.name!r} is not reachable: {exc}") from None
                     await slot.done.wait()

@@ -26,8 +26,10 @@ class Transport(Protocol):
     async def run(self, feed: Feed, started: Callable[[], None]) -> None:
         """Deliver every inbound message to `feed` until the connection ends; `started()` once up."""
 
-    async def send(self, msg: dict[str, Any]) -> None:
-        """Send one message; raises ConnectionError when the upstream is gone."""
+    async def send(self, msg: dict[str, Any], origin: str | None = None) -> None:
+        """Send one message; raises ConnectionError when the upstream is gone. `origin` names the
+        host request a tools/call is made for, where the server outlives the daemon (a keeper
+        remembers it for the next daemon: upstream/stdio/keeper.py); other transports ignore it."""
 
     async def abort(self, request_id: Id) -> None:
         """Stop waiting for this request's reply (HTTP: close its response stream)."""

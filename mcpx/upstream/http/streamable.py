@@ -124,7 +124,7 @@ class HttpTransport:
                 h.update({k: meta[k] for k in tracing.TRACE_KEYS if isinstance(meta.get(k), str)})
         return h
 
-    async def send(self, msg: dict[str, Any]) -> None:
+    async def send(self, msg: dict[str, Any], origin: str | None = None) -> None:
         if self.closed.is_set() or self._tg is None:
             raise ConnectionError("transport closed")
         if "method" in msg and "id" in msg:

@@ -26,7 +26,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections import deque
+from collections import OrderedDict, deque
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -46,6 +46,7 @@ REPLAY_REPLIES = 1000  # replies kept for a daemon that died before reading them
 REPLAY_BYTES = 4 * 1024 * 1024
 # A server's line, the id of the request it asks (JSON text), the id of the request it answers.
 _Line = tuple[bytes, str | None, wire.Id | None]
+MAX_ORIGINS = 1000  # host requests remembered for a restarted daemon (the oldest go first)
 MAX_OUTSTANDING = 10_000  # requests a server never answered (cancelled ones) must not pile up
 
 
@@ -73,6 +74,10 @@ class Keeper:
         # Every (integer) request id given to the server: a restarted daemon tells from it a request
         # the server got (its reply lost, if not replayed) from one that never arrived (sent again).
         self.forwarded = IdRanges()
+        # The host request each recent tools/call was made for (a `mcpx serve` host's), so the next
+        # daemon, asked again by that host, collects the reply instead of calling again.
+        self.origins: OrderedDict[str, wire.Id] = OrderedDict()
+        self.origins_dropped = 0
         self._connected = anyio.Event()
         self._disconnected = anyio.Event()
         self._disconnected.set()
@@ -267,6 +272,8 @@ class Keeper:
                 nextId=self.next_id,
                 outstanding=list(self.outstanding.values()),
                 forwarded=self.forwarded.wire(),
+                origins=dict(self.origins),
+                originsDropped=self.origins_dropped,
                 replayed=replayed,
                 lost=self.lost,
             )
@@ -316,6 +323,12 @@ class Keeper:
                     self.handshake = msg["handshake"]
                 elif kind == "stop":
                     self.finish("stopped by the daemon")
+                elif kind == "origin" and isinstance(msg.get("origin"), str) and isinstance(msg.get("id"), (str, int)):
+                    self.origins[msg["origin"]] = msg["id"]
+                    self.origins.move_to_end(msg["origin"])
+                    if len(self.origins) > MAX_ORIGINS:
+                        self.origins.popitem(last=False)
+                        self.origins_dropped += 1
                 return
             if "id" in msg and "method" not in msg:
                 self.asked.pop(json.dumps(msg["id"]), None)  # the daemon answered the server

@@ -78,6 +78,8 @@ class KeeperTransport:
         self.outstanding: list[tuple[Id, str]] = []  # a previous daemon's unanswered requests
         self.replayed: list[Id] = []  # a previous daemon's answered requests whose replies follow the welcome
         self.forwarded: IdRanges | None = None  # the ids the server got (None: an older keeper, nothing known)
+        self.origins: dict[str, Id] | None = None  # host request -> the previous daemon's request id
+        self.origins_complete = False  # no origin was let go: one not named was never sent
         # Called with the welcome read and before any line after it is fed: the session learns
         # which replies are its predecessor's before the first of them arrives.
         self.on_welcome: Callable[[], None] | None = None
@@ -149,6 +151,14 @@ class KeeperTransport:
         ]
         self.replayed = [rid for rid in welcome.get("replayed") or [] if isinstance(rid, (str, int))]
         self.forwarded = IdRanges.from_wire(welcome.get("forwarded"))
+        origins = welcome.get("origins")
+        self.origins = (
+            {k: v for k, v in origins.items() if isinstance(k, str) and isinstance(v, (str, int))}
+            if isinstance(origins, dict)
+            else None
+        )
+        dropped = welcome.get("originsDropped")
+        self.origins_complete = isinstance(origins, dict) and dropped == 0
         lost = welcome.get("lost")
         self.lost = lost if isinstance(lost, int) else 0
         if self.lost:
@@ -236,15 +246,18 @@ class KeeperTransport:
             raise RuntimeError(text.removeprefix("error: "))
 
     # ---- traffic -------------------------------------------------------------------------
-    async def send(self, msg: dict[str, Any]) -> None:
+    async def send(self, msg: dict[str, Any], origin: str | None = None) -> None:
         stream = self._stream
         if stream is None or self.closed.is_set():
             raise ConnectionError("process is not running")
         if self.before_send is not None:
             await self.before_send(msg)
+        data = wire.encode(msg)
+        if origin is not None and "id" in msg:  # (in the same write: the keeper learns both or neither)
+            data = wire.encode(wire.control("origin", id=msg["id"], origin=origin)) + data
         async with self._write_lock:
             try:
-                await stream.send(wire.encode(msg))
+                await stream.send(data)
             except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError) as exc:
                 raise ConnectionError(f"write failed: {exc}") from None
 

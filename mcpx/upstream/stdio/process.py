@@ -82,7 +82,7 @@ class StdioTransport:
             await self.close()  # shielded: a cancelled reader must not orphan the child
             stderr.close()
 
-    async def send(self, msg: dict[str, Any]) -> None:
+    async def send(self, msg: dict[str, Any], origin: str | None = None) -> None:
         if self.proc is None or self.proc.stdin is None or self.closed.is_set():
             raise ConnectionError("process is not running")
         data = json.dumps(msg, separators=(",", ":"), ensure_ascii=False).encode() + b"\n"
