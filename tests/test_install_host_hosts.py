@@ -11,6 +11,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import tomllib
 from collections.abc import Iterator
 from pathlib import Path
@@ -124,9 +125,7 @@ def host_calls_a_tool(world: World, entry: dict[str, Any], cwd: Path, tool: str 
                 stream.close()
 
 
-def _kill_after(proc: subprocess.Popen[str], seconds: float) -> Any:
-    import threading
-
+def _kill_after(proc: subprocess.Popen[str], seconds: float) -> threading.Timer:
     timer = threading.Timer(seconds, proc.kill)
     timer.start()
     return timer
@@ -135,44 +134,50 @@ def _kill_after(proc: subprocess.Popen[str], seconds: float) -> Any:
 def installed(world: World, host: str, *args: str, cwd: Path) -> str:
     done = world.mcpx("install-host", host, *args, cwd=cwd)
     assert done.returncode == 0, done.stderr
-    assert "moved to" in done.stdout and "fix" in done.stdout, done.stdout
     return done.stdout
 
 
-def the_venvs(world: World, entry: dict[str, Any]) -> dict[str, Any]:
-    assert entry["command"] == str(world.venv / "bin" / "mcpx"), entry  # the mcpx that ran, not PATH's
-    return entry
-
-
 def echo_through(world: World, entry: dict[str, Any], cwd: Path) -> str:
+    """The fixture's echo, called through the host's `mcpx` entry (which must run the venv's mcpx)."""
+    assert entry["command"] == str(world.venv / "bin" / "mcpx"), entry  # the mcpx that ran, not PATH's
     result = host_calls_a_tool(world, entry, cwd)
     assert not result.get("isError"), result
     return str(result["content"][0]["text"])
 
 
+def moved(said: str, config: Path) -> dict[str, Any]:
+    """`fix` in mcpx's config, and said to have moved there."""
+    assert f"moved to {config} (mcpx serves them now): fix" in said, said
+    server: dict[str, Any] = json.loads(config.read_text())["mcpServers"]["fix"]
+    return server
+
+
 def test_claude_code_project_scope(world: World) -> None:
     host_file = world.project / ".mcp.json"
-    host_file.write_text(json.dumps({"mcpServers": {"fix": {"type": "stdio", **world.upstream()}}}))
+    original = {"mcpServers": {"fix": {"type": "stdio", **world.upstream()}}}
+    host_file.write_text(json.dumps(original))
     world.mcpx_config(world.project / ".mcpx.json")
     said = installed(world, "claude-code", cwd=world.project)
-    written = json.loads(host_file.read_text())
-    assert list(written["mcpServers"]) == ["mcpx"], written  # the host no longer runs `fix` itself
-    assert "fix" in json.loads((world.project / ".mcpx.json").read_text())["mcpServers"]
-    assert json.loads((world.project / ".mcp.json.bak").read_text())["mcpServers"]["fix"], said
-    # Claude Code starts a project's servers in the project's folder, where `.mcp.json` lies beside.
-    assert echo_through(world, the_venvs(world, written["mcpServers"]["mcpx"]), world.project) == "through mcpx"
+    written = json.loads(host_file.read_text())["mcpServers"]
+    # Claude Code starts a project's servers in the project's folder, where `.mcp.json` lies.
+    assert echo_through(world, written["mcpx"], world.project) == "through mcpx"
+    assert list(written) == ["mcpx"], written  # the host no longer runs `fix` itself: mcpx does
+    assert moved(said, world.project / ".mcpx.json") == original["mcpServers"]["fix"]
+    assert json.loads((world.project / ".mcp.json.bak").read_text()) == original
 
 
 def test_claude_code_user_scope(world: World) -> None:
     host_file = world.home / ".claude.json"
     host_file.write_text(json.dumps({"numStartups": 3, "mcpServers": {"fix": world.upstream()}, "projects": {}}))
     world.mcpx_config(world.home / ".config" / "mcpx" / "config.json")
-    # A project of the user's with a `.mcp.json` of its own: the user's mcpx must not read that one.
+    # Claude Code runs in some project of the user's, with a `.mcp.json` of its own that the config
+    # search would find first: the user's mcpx must read its own config all the same.
     (world.elsewhere / ".mcp.json").write_text(json.dumps({"mcpServers": {"other": {"command": "false"}}}))
-    installed(world, "claude-code", "--scope", "user", cwd=world.project)
+    said = installed(world, "claude-code", "--scope", "user", cwd=world.project)
     written = json.loads(host_file.read_text())
+    assert echo_through(world, written["mcpServers"]["mcpx"], world.elsewhere) == "through mcpx"
     assert written["numStartups"] == 3 and list(written["mcpServers"]) == ["mcpx"], written
-    assert echo_through(world, the_venvs(world, written["mcpServers"]["mcpx"]), world.elsewhere) == "through mcpx"
+    moved(said, world.home / ".config" / "mcpx" / "config.json")
 
 
 def test_cursor_user_scope(world: World) -> None:
@@ -180,10 +185,11 @@ def test_cursor_user_scope(world: World) -> None:
     host_file.parent.mkdir()
     host_file.write_text(json.dumps({"mcpServers": {"fix": world.upstream()}}))
     world.mcpx_config(world.home / ".config" / "mcpx" / "config.json")
-    installed(world, "cursor", "--scope", "user", cwd=world.project)
-    written = json.loads(host_file.read_text())
-    assert list(written["mcpServers"]) == ["mcpx"], written
-    assert echo_through(world, the_venvs(world, written["mcpServers"]["mcpx"]), world.home) == "through mcpx"
+    said = installed(world, "cursor", "--scope", "user", cwd=world.project)
+    written = json.loads(host_file.read_text())["mcpServers"]
+    assert echo_through(world, written["mcpx"], world.home) == "through mcpx"
+    assert list(written) == ["mcpx"], written
+    moved(said, world.home / ".config" / "mcpx" / "config.json")
 
 
 def test_vscode_project_scope(world: World) -> None:
@@ -191,11 +197,13 @@ def test_vscode_project_scope(world: World) -> None:
     host_file.parent.mkdir()
     host_file.write_text(json.dumps({"inputs": [], "servers": {"fix": {"type": "stdio", **world.upstream()}}}))
     world.mcpx_config(world.project / ".mcpx.json")
-    installed(world, "vscode", cwd=world.project)
+    said = installed(world, "vscode", cwd=world.project)
     written = json.loads(host_file.read_text())
+    # VS Code starts a workspace's servers in the workspace folder.
+    assert echo_through(world, written["servers"]["mcpx"], world.project) == "through mcpx"
     assert written["inputs"] == [] and list(written["servers"]) == ["mcpx"], written
     assert written["servers"]["mcpx"]["type"] == "stdio"
-    assert echo_through(world, the_venvs(world, written["servers"]["mcpx"]), world.project) == "through mcpx"
+    moved(said, world.project / ".mcpx.json")
 
 
 def test_codex_toml_keeps_its_comments(world: World) -> None:
@@ -208,14 +216,14 @@ def test_codex_toml_keeps_its_comments(world: World) -> None:
         'tool_timeout_sec = 60\n\n# profiles below\n[profiles.fast]\nmodel = "o4-mini"\n'
     )
     world.mcpx_config(world.home / ".config" / "mcpx" / "config.json")
-    installed(world, "codex", "--scope", "user", cwd=world.project)
+    said = installed(world, "codex", "--scope", "user", cwd=world.project)
     text = host_file.read_text()
-    assert "# my Codex settings" in text and "# the model I use" in text and "# profiles below" in text, text
     written = tomllib.loads(text)
+    assert echo_through(world, written["mcp_servers"]["mcpx"], world.project) == "through mcpx"
     assert list(written["mcp_servers"]) == ["mcpx"] and written["profiles"]["fast"]["model"] == "o4-mini", written
-    moved = json.loads((world.home / ".config" / "mcpx" / "config.json").read_text())["mcpServers"]["fix"]
-    assert moved["mcpx"] == {"callTimeout": 60}, moved  # Codex's tool timeout, in mcpx's words
-    assert echo_through(world, the_venvs(world, written["mcp_servers"]["mcpx"]), world.project) == "through mcpx"
+    assert "# my Codex settings" in text and "# the model I use" in text and "# profiles below" in text, text
+    fix_in_mcpx = moved(said, world.home / ".config" / "mcpx" / "config.json")
+    assert fix_in_mcpx["mcpx"] == {"callTimeout": 60}, fix_in_mcpx  # Codex's tool timeout, in mcpx's words
 
 
 def test_claude_desktop(world: World) -> None:
@@ -223,11 +231,12 @@ def test_claude_desktop(world: World) -> None:
     host_file.parent.mkdir(parents=True)
     host_file.write_text(json.dumps({"globalShortcut": "Ctrl+Space", "mcpServers": {"fix": world.upstream()}}))
     world.mcpx_config(world.home / ".config" / "mcpx" / "config.json")
-    installed(world, "claude-desktop", "--scope", "user", cwd=world.project)
+    said = installed(world, "claude-desktop", "--scope", "user", cwd=world.project)
     written = json.loads(host_file.read_text())
-    assert written["globalShortcut"] == "Ctrl+Space" and list(written["mcpServers"]) == ["mcpx"], written
     # Claude Desktop starts its servers in `/`.
-    assert echo_through(world, the_venvs(world, written["mcpServers"]["mcpx"]), Path("/")) == "through mcpx"
+    assert echo_through(world, written["mcpServers"]["mcpx"], Path("/")) == "through mcpx"
+    assert written["globalShortcut"] == "Ctrl+Space" and list(written["mcpServers"]) == ["mcpx"], written
+    moved(said, world.home / ".config" / "mcpx" / "config.json")
 
 
 def test_mcpx_serve_beside_its_own_entry_skips_it_and_serves_the_rest(world: World) -> None:
@@ -264,6 +273,7 @@ def test_http_entry_names_the_running_daemons_port_and_its_config_takes_the_serv
     said = installed(
         world, "cursor", "--http", "--state-dir", str(d.state_dir), "--config", str(d.config_path), cwd=world.project
     )
+    moved(said, d.config_path)
     assert "the running daemon" in said and "takes the change at once" in said, said
     written = json.loads(host_file.read_text())["mcpServers"]
     assert written == {"mcpx": {"url": f"http://127.0.0.1:{d.port}/mcp"}}, written
