@@ -186,19 +186,19 @@ def render_entry(host: str, entry: dict[str, Any]) -> str:
     return json.dumps({spec.servers_key: {ENTRY_NAME: entry}}, indent=2) + "\n"
 
 
-def write_atomically(path: Path, text: str) -> None:
-    """Replace the file whole (a reader sees the old file or the new one), keeping its mode
-    (`~/.claude.json` is private)."""
+def write_atomically(path: Path, text: str, *, no_wider_than: Path | None = None) -> None:
+    """Replace the file whole (a reader sees the old file or the new one), keeping its mode, and no
+    more open than `no_wider_than`: a backup of a private file (`~/.claude.json`), or mcpx's config
+    taking servers (and their tokens) from one, stays private."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    mode = path.stat().st_mode & 0o777 if path.exists() else None
+    mode = path.stat().st_mode & 0o777 if path.exists() else 0o666 & ~_umask()
+    if no_wider_than is not None and no_wider_than.exists():
+        mode &= no_wider_than.stat().st_mode & 0o777
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(text)
-        if mode is not None:
-            os.chmod(tmp, mode)
-        else:
-            os.chmod(tmp, 0o666 & ~_umask())
+        os.chmod(tmp, mode)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

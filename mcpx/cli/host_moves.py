@@ -107,14 +107,14 @@ def install(host: str, path: Path, entry: dict[str, Any], config: McpxConfig) ->
     hosts.put(ENTRY_NAME, entry)
     if config_changed:  # first, so that a failure in between leaves a server in both files, not in neither
         if config.old is not None:
-            write_atomically(backup_of(config.path), config.old)
+            write_atomically(backup_of(config.path), config.old, no_wider_than=config.path)
             out.backups.append(backup_of(config.path))
-        write_atomically(config.path, config.text())
+        write_atomically(config.path, config.text(), no_wider_than=path)
     if out.host_changed:
         if kept is None and hosts.old is not None:
-            write_atomically(backup, hosts.old)
+            write_atomically(backup, hosts.old, no_wider_than=path)
         elif kept is not None and kept_changed:
-            write_atomically(backup, kept.text())
+            write_atomically(backup, kept.text(), no_wider_than=path)
         if backup.exists():
             out.backups.append(backup)
         write_atomically(path, hosts.text())
@@ -168,7 +168,7 @@ def undo(host: str, path: Path, config_path: Path) -> list[str]:
         config_path.unlink()
         said.append(f"{config_path}: removed (it held only the servers moved from {path.name})")
     elif taken:
-        write_atomically(backup_of(config_path), config.old or "")
+        write_atomically(backup_of(config_path), config.old or "", no_wider_than=config_path)
         write_atomically(config_path, config.text())
         said.append(
             f"{config_path}: no longer serves {', '.join(taken)} (previous file: {backup_of(config_path).name})"

@@ -15,11 +15,11 @@ from pathlib import Path
 from typing import Any
 
 from ..client.daemon_client import running_daemon
-from ..config.model import state_dir
+from ..config.model import DaemonConfig, state_dir
 from .host_files import ENTRY_NAME, HOSTS, mcpx_config_for, render_entry, user_file
 from .host_moves import McpxConfig, Outcome, install, undo
 
-DEFAULT_PORT = 7435
+DEFAULT_PORT = DaemonConfig().port
 
 
 def invoked_mcpx() -> tuple[list[str], dict[str, str]]:

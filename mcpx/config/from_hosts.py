@@ -22,6 +22,7 @@ CODEX_SAME = ("command", "args", "env", "cwd", "url")
 # Codex's keys mcpx has no use for: its start-up wait, and `env_vars` (names passed through from
 # Codex's environment; mcpx passes its whole environment to a stdio server).
 CODEX_IGNORED = ("startup_timeout_sec", "startup_timeout_ms", "env_vars")
+CODEX_TRANSLATED = ("http_headers", "env_http_headers", "bearer_token_env_var", "enabled", "tool_timeout_sec")
 
 
 @dataclass(frozen=True)
@@ -90,9 +91,17 @@ def for_mcpx(name: str, entry: object, *, codex: bool, host_file: Path, environ:
 
 
 def _from_codex(entry: dict[str, Any]) -> dict[str, Any] | Staying:
+    for key in entry:
+        if key in ("enabled_tools", "disabled_tools"):
+            return Staying(f"{key!r}: mcpx has no per-server tool filter, so it would offer every tool")
+        if key not in (*CODEX_SAME, *CODEX_IGNORED, *CODEX_TRANSLATED):
+            return Staying(f"{key!r} is a Codex key mcpx has no equivalent for")
+    for key in ("http_headers", "env_http_headers"):
+        if not isinstance(entry.get(key, {}), dict):
+            return Staying(f"{key!r} is not a table")
     out: dict[str, Any] = {key: entry[key] for key in CODEX_SAME if key in entry}
-    headers: dict[str, Any] = dict(entry.get("http_headers") or {})
-    for header, variable in (entry.get("env_http_headers") or {}).items():
+    headers: dict[str, Any] = dict(entry.get("http_headers", {}))
+    for header, variable in entry.get("env_http_headers", {}).items():
         headers[header] = f"${{{variable}}}"
     if "bearer_token_env_var" in entry:
         headers["Authorization"] = f"Bearer ${{{entry['bearer_token_env_var']}}}"
@@ -102,13 +111,6 @@ def _from_codex(entry: dict[str, Any]) -> dict[str, Any] | Staying:
         out["disabled"] = True
     if "tool_timeout_sec" in entry:
         out["mcpx"] = {"callTimeout": entry["tool_timeout_sec"]}
-    known = {*CODEX_SAME, *CODEX_IGNORED, "http_headers", "env_http_headers", "bearer_token_env_var", "enabled"}
-    known.add("tool_timeout_sec")
-    for key in entry:
-        if key in ("enabled_tools", "disabled_tools"):
-            return Staying(f"{key!r}: mcpx has no per-server tool filter, so it would offer every tool")
-        if key not in known:
-            return Staying(f"{key!r} is a Codex key mcpx has no equivalent for")
     return out
 
 

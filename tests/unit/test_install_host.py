@@ -255,3 +255,20 @@ def test_refusals(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     (tmp_path / ".mcpx.json").write_text(json.dumps({"mcpServers": {"a": {"comand": "x"}}}))
     assert main(["install-host", "cursor", "--file", str(tmp_path / "c.json")]) == 1
     assert "does not load as it is" in capsys.readouterr().err and not (tmp_path / "c.json").exists()
+
+
+def test_a_private_host_files_servers_and_backup_stay_private(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`~/.claude.json` is 0600 and its servers may carry tokens: the backup and mcpx's config that
+    takes them are no more open than it."""
+    path = tmp_path / "home" / ".claude.json"
+    path.parent.mkdir()
+    path.write_text(json.dumps({"mcpServers": {"gh": {"url": "https://x/mcp", "headers": {"A": "Bearer t0ken"}}}}))
+    path.chmod(0o600)
+    (tmp_path / "xdg").mkdir()
+    config = tmp_path / "home" / ".config" / "mcpx" / "config.json"
+    run(capsys, "claude-code", "--scope", "user")
+    assert json.loads(config.read_text())["mcpServers"]["gh"]["headers"] == {"A": "Bearer t0ken"}
+    for written in (path, path.with_name(".claude.json.bak"), config):
+        assert written.stat().st_mode & 0o777 == 0o600, written
