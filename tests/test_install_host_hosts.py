@@ -287,3 +287,21 @@ def test_http_entry_names_the_running_daemons_port_and_its_config_takes_the_serv
         wait_until(listed, 20 * UNIT, "the moved server's tools")
         reply = reply_of(host.legacy("tools/call", {"name": "fix__echo", "arguments": {"text": "over http"}}))
     assert reply["result"]["content"][0]["text"] == "over http", reply
+
+
+def test_mcpx_serve_says_when_the_running_daemon_reads_another_config(world: World, start_daemon: Any) -> None:
+    """One daemon per state folder: a host's `mcpx serve --config B` that reaches a daemon reading A
+    is served A's servers, and its log (the shim's stderr) says so."""
+    d: Daemon = start_daemon({"mcpServers": {}})
+    other = world.project / ".mcpx.json"
+    other.write_text(json.dumps({"mcpServers": {"fix": world.upstream()}}))
+    done = subprocess.run(
+        [str(world.venv / "bin" / "mcpx"), "serve", "--config", str(other), "--state-dir", str(d.state_dir)],
+        cwd=world.project, env=world.env, input="", capture_output=True, text=True, timeout=60 * UNIT,
+    )  # fmt: skip
+    assert f"reads {d.config_path}, not {other}" in done.stderr, done.stderr
+    same = subprocess.run(
+        [str(world.venv / "bin" / "mcpx"), "serve", "--config", str(d.config_path), "--state-dir", str(d.state_dir)],
+        cwd=world.project, env=world.env, input="", capture_output=True, text=True, timeout=60 * UNIT,
+    )  # fmt: skip
+    assert "reads" not in same.stderr, same.stderr

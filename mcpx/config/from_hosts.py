@@ -17,6 +17,9 @@ from .model import ConfigError, parse_config
 # Variables only VS Code and Cursor expand (their own, not the environment's): a daemon cannot.
 HOST_VARIABLES = ("workspaceFolder", "workspaceFolderBasename", "userHome", "pathSeparator", "fileWorkspaceFolder")
 
+# Ways a host authenticates to a remote server that mcpx does not run (host_keys.ignored_auth).
+HOST_AUTH = ("oauth", "headersHelper", "auth")
+
 # Codex's `[mcp_servers.<name>]` keys (https://developers.openai.com/codex/mcp) that map onto mcpx's.
 CODEX_SAME = ("command", "args", "env", "cwd", "url")
 # Codex's keys mcpx has no use for: its start-up wait, and `env_vars` (names passed through from
@@ -72,6 +75,9 @@ def for_mcpx(name: str, entry: object, *, codex: bool, host_file: Path, environ:
     kind = entry.get("type")
     if isinstance(kind, str) and kind not in ("stdio", "http", "streamable-http", "streamableHttp"):
         return Staying(f"type {kind!r}: mcpx speaks stdio and Streamable HTTP only")
+    for key in HOST_AUTH:
+        if key in entry:
+            return Staying(f"{key!r}: the host signs in for it, mcpx sends only `headers`")
     for variable in HOST_VARIABLES:
         if f"${{{variable}}}" in repr(entry):
             return Staying(f"uses ${{{variable}}}, which only the host expands")

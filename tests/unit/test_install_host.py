@@ -96,6 +96,7 @@ def test_servers_mcpx_would_not_serve_as_the_host_does_stay_with_the_reason(
         "typo": {"command": "x", "comand": "y"},
         "clash": {"command": "mine"},
         "gateway": {"command": "/opt/bin/mcpx", "args": ["serve"]},
+        "signed": {"type": "http", "url": "https://example.com/mcp", "oauth": {"clientId": "c"}},
     }
     path.write_text(json.dumps({"mcpServers": servers}))
     (tmp_path / ".mcpx.json").write_text(json.dumps({"mcpServers": {"clash": {"command": "theirs"}}}))
@@ -109,10 +110,11 @@ def test_servers_mcpx_would_not_serve_as_the_host_does_stay_with_the_reason(
         "typo: unknown key 'comand' in server 'typo'; did you mean 'command'?",
         "clash: mcpx's config already has a different server 'clash'",
         "removed from .mcp.json: gateway",
+        "signed: 'oauth': the host signs in for it, mcpx sends only `headers`",
     ):
         assert line in said, (line, said)
     left = json.loads(path.read_text())["mcpServers"]
-    assert set(left) == {"old", "prompted", "ws", "typo", "clash", "mcpx"}, left
+    assert set(left) == {"old", "prompted", "ws", "typo", "clash", "signed", "mcpx"}, left
     moved = json.loads((tmp_path / ".mcpx.json").read_text())["mcpServers"]
     assert moved == {"clash": {"command": "theirs"}, "fs": FS, "gh": servers["gh"]}  # taken as-is
     assert json.loads((tmp_path / ".mcpx.json.bak").read_text()) == {"mcpServers": {"clash": {"command": "theirs"}}}
