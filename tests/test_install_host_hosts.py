@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 from harness import LEGACY, ROOT, UNIT, Daemon, RawHost, reply_of, stdio_server, wait_until
 
-pytestmark = pytest.mark.long  # six daemons started by six `mcpx serve`s
+pytestmark = pytest.mark.long  # a daemon per test, most started by the `mcpx serve` a host spawned
 
 
 @pytest.fixture(scope="module")
