@@ -1,119 +1,124 @@
-"""`mcpx install-host HOST`: write (or print) the entry that points a host at mcpx, `mcpx serve` over
-stdio by default or the daemon's `/mcp` with `--http`, merged into the host's own config file (other
-servers and keys kept), after a backup (`<file>.bak`); a second run changes nothing.
-File places and shapes per host: docs/hosts.md (with the hosts' docs cited)."""
+"""`mcpx install-host HOST`: put mcpx in front of a host. The host's servers move from its file into
+mcpx's config (so mcpx serves them, once), and the host keeps one entry, `mcpx`: `mcpx serve --config
+<that config>` run by this very mcpx (never a `PATH` lookup), or with `--http` the running daemon's
+`/mcp`. Each file changed is backed up first (`<file>.bak`), what moved (and what stayed, and why) is
+said, a second run changes nothing, and `--undo` puts the host's file back. Places and shapes per
+host: docs/hosts.md (with the hosts' docs cited)."""
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import shutil
+import subprocess
 import sys
-import tomllib
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-ENTRY_NAME = "mcpx"
+from ..client.daemon_client import running_daemon
+from ..config.model import DaemonConfig, state_dir
+from .host_files import ENTRY_NAME, HOSTS, mcpx_config_for, render_entry, user_file
+from .host_moves import McpxConfig, Outcome, install, undo
+
+DEFAULT_PORT = DaemonConfig().port
 
 
-@dataclass(frozen=True)
-class Host:
-    servers_key: str  # the object holding the servers: `mcpServers`, VS Code's `servers`, Codex's `mcp_servers`
-    project: str | None  # the file for --scope project, relative to the current folder
-    user: str  # the file for --scope user, relative to the home folder ("" = by platform)
-    typed: bool  # the entry carries `type` (stdio / http)
-    takes_url: bool = True  # Claude Desktop's file has stdio servers only (remote ones are added in its UI)
+def invoked_mcpx() -> tuple[list[str], dict[str, str]]:
+    """The command (and environment) that runs the mcpx running now: the `mcpx` script it was started
+    as, else this interpreter with `-m mcpx` (and `PYTHONPATH`, when this mcpx is a checkout that
+    interpreter would not find from another folder)."""
+    script = Path(sys.argv[0]) if sys.argv and sys.argv[0] else None
+    if script is not None and script.name in ("mcpx", "mcpx.exe"):
+        resolved = script.resolve()
+        if resolved.is_file() and os.access(resolved, os.X_OK):
+            return [str(resolved)], {}
+    return [sys.executable, "-m", "mcpx"], _pythonpath_for_this_mcpx()
 
 
-HOSTS: dict[str, Host] = {
-    "claude-code": Host("mcpServers", ".mcp.json", ".claude.json", typed=True),
-    "cursor": Host("mcpServers", ".cursor/mcp.json", ".cursor/mcp.json", typed=False),
-    "vscode": Host("servers", ".vscode/mcp.json", "", typed=True),
-    "codex": Host("mcp_servers", ".codex/config.toml", ".codex/config.toml", typed=False),
-    "claude-desktop": Host("mcpServers", None, "", typed=False, takes_url=False),
-}
+def _pythonpath_for_this_mcpx() -> dict[str, str]:
+    ours = Path(__file__).resolve().parents[1] / "__init__.py"
+    try:
+        found = subprocess.run(
+            [sys.executable, "-c", "import mcpx, sys; sys.stdout.write(mcpx.__file__)"],
+            cwd="/", env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"},
+            capture_output=True, text=True, timeout=30, check=False,
+        ).stdout  # fmt: skip
+    except (OSError, subprocess.SubprocessError):
+        found = ""
+    return {} if found and Path(found).resolve() == ours else {"PYTHONPATH": str(ours.parent.parent)}
 
 
-def user_file(host: str, home: Path) -> Path:
-    """The host's user-level file on this platform."""
-    if host == "claude-desktop":
-        if sys.platform == "darwin":
-            return home / "Library/Application Support/Claude/claude_desktop_config.json"
-        if sys.platform == "win32":
-            return Path(os.environ.get("APPDATA") or home / "AppData/Roaming") / "Claude/claude_desktop_config.json"
-        return home / ".config/Claude/claude_desktop_config.json"  # no official Linux build; where ports read it
-    if host == "vscode":
-        if sys.platform == "darwin":
-            return home / "Library/Application Support/Code/User/mcp.json"
-        if sys.platform == "win32":
-            return Path(os.environ.get("APPDATA") or home / "AppData/Roaming") / "Code/User/mcp.json"
-        return home / ".config/Code/User/mcp.json"
-    return home / HOSTS[host].user
+def entry_for(host: str, *, url: str | None = None, config: Path | None = None) -> dict[str, Any]:
+    """The host's `mcpx` entry: the daemon's `url`, or `mcpx serve --config <config>` over stdio."""
+    typed = HOSTS[host].typed
+    if url is not None:
+        return {"type": "http", "url": url} if typed else {"url": url}
+    command, env = invoked_mcpx()
+    entry: dict[str, Any] = {"command": command[0], "args": [*command[1:], "serve", "--config", str(config)]}
+    if env:
+        entry["env"] = env
+    return {"type": "stdio", **entry} if typed else entry
 
 
-def entry_for(host: str, http: bool, port: int) -> dict[str, Any]:
-    spec = HOSTS[host]
-    if http:
-        entry: dict[str, Any] = {"url": f"http://127.0.0.1:{port}/mcp"}
-        return {"type": "http", **entry} if spec.typed else entry
-    command = shutil.which("mcpx") or "mcpx"
-    entry = {"command": command, "args": ["serve"]}
-    return {"type": "stdio", **entry} if spec.typed else entry
+def _http_port(args: argparse.Namespace, info: dict[str, Any] | None, config: McpxConfig) -> tuple[int | None, str]:
+    """The port for `--http`: `--port`, else the running daemon's, else the config's; and what to say."""
+    if args.port is not None:
+        return args.port, ""
+    if info is not None:
+        return int(info["port"]), ""
+    daemon = config.data.get("daemon")
+    port = daemon.get("port", DEFAULT_PORT) if isinstance(daemon, dict) else DEFAULT_PORT
+    start = f"start it: mcpx daemon --config {config.path}"
+    if not isinstance(port, int) or port == 0:
+        return None, f"no daemon is running, and {config.path} lets it pick a free port: {start}, then run this again"
+    return port, f"no daemon is running: wrote the port it will listen on ({port}); {start}"
 
 
-def render_toml_table(name: str, entry: dict[str, Any]) -> str:
-    """A minimal TOML writer for one `[mcp_servers.<name>]` table of strings and string lists."""
-    lines = [f"[mcp_servers.{name}]"]
-    for key, value in entry.items():
-        lines.append(f"{key} = {json.dumps(value)}")  # a JSON string or list of strings is valid TOML
-    return "\n".join(lines) + "\n"
-
-
-def merged_json(text: str | None, servers_key: str, entry: dict[str, Any]) -> str | None:
-    """The file with our entry set, or None when it already holds exactly that entry."""
-    data = json.loads(text) if text and text.strip() else {}
-    if not isinstance(data, dict) or not isinstance(data.get(servers_key, {}), dict):
-        raise ValueError(f"expected a JSON object with an object {servers_key!r}")
-    if data.get(servers_key, {}).get(ENTRY_NAME) == entry:
+def _daemon_note(info: dict[str, Any] | None, config_path: Path, http: bool) -> str | None:
+    if info is None:
         return None
-    data.setdefault(servers_key, {})[ENTRY_NAME] = entry
-    return json.dumps(data, indent=2) + "\n"
+    reads = info.get("config")
+    if reads and Path(reads).resolve() == config_path.resolve():
+        return f"the running daemon (port {info.get('port')}) reads {config_path} and takes the change at once"
+    restart = (
+        f"mcpx stop; mcpx daemon --config {config_path}"
+        if http
+        else "mcpx stop (the host's next `mcpx serve` starts one)"
+    )
+    return (
+        f"note: the running daemon (port {info.get('port')}) reads {reads or 'no config file'}, not {config_path}:"
+        f" the moved servers reach the host once a daemon reads it: {restart}"
+    )
 
 
-def merged_toml(text: str | None, entry: dict[str, Any]) -> str | None:
-    text = text or ""
-    current = tomllib.loads(text).get("mcp_servers", {}).get(ENTRY_NAME)
-    if current == entry:
-        return None
-    kept, skipping = [], False
-    for line in text.splitlines(keepends=True):  # drop our old table (and its sub-tables), keep the rest
-        header = line.strip()
-        if header.startswith("["):
-            name = header.strip("[]").strip()
-            skipping = name == f"mcp_servers.{ENTRY_NAME}" or name.startswith(f"mcp_servers.{ENTRY_NAME}.")
-        if not skipping:
-            kept.append(line)
-    body = "".join(kept).rstrip("\n")
-    new = (body + "\n\n" if body else "") + render_toml_table(ENTRY_NAME, entry)
-    tomllib.loads(new)  # what we write parses
-    return new
+def report(
+    host: str, path: Path, config_path: Path, entry: dict[str, Any], out: Outcome, undo_command: str
+) -> list[str]:
+    if not out.host_changed:
+        return [f"{path}: already points {host} at mcpx; unchanged"]
+    reach = entry.get("url") or " ".join([entry["command"], *entry["args"]])
+    lines = [f"{path}: {host} now reaches mcpx as {ENTRY_NAME!r} ({reach})"]
+    if out.moved:
+        lines.append(f"moved to {config_path} (mcpx serves them now): {', '.join(out.moved)}")
+        lines += [f"  {name}: {note}" for name, notes in out.moved.items() for note in notes]
+    for name, why in out.stayed.items():
+        lines.append(f"left in {path.name} (the host still runs it itself): {name}: {why}")
+    if out.dropped:
+        lines.append(f"removed from {path.name}: {', '.join(out.dropped)} (reached mcpx too; {ENTRY_NAME!r} does)")
+    if out.backups:
+        lines.append("backups: " + ", ".join(str(b) for b in out.backups))
+    lines.append(f"undo: {undo_command}")
+    return lines
 
 
-def install(host: str, path: Path, entry: dict[str, Any]) -> str:
-    """Merge the entry into `path`; what happened, for the user."""
-    old = path.read_text(encoding="utf-8") if path.exists() else None
-    spec = HOSTS[host]
-    new = merged_toml(old, entry) if host == "codex" else merged_json(old, spec.servers_key, entry)
-    if new is None:
-        return f"{path}: already points {host} at mcpx; unchanged"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if old is not None:
-        path.with_name(path.name + ".bak").write_text(old, encoding="utf-8")
-    path.write_text(new, encoding="utf-8")
-    backup = f" (the previous file is {path.name}.bak)" if old is not None else ""
-    return f"{path}: {host} now reaches mcpx as {ENTRY_NAME!r}{backup}"
+def _undo_command(args: argparse.Namespace) -> str:
+    words = ["mcpx", "install-host", args.host, "--undo"]
+    if args.scope != "project":
+        words += ["--scope", args.scope]
+    if args.file:
+        words += ["--file", args.file]
+    if args.config:
+        words += ["--config", args.config]
+    return " ".join(words)
 
 
 def cmd_install_host(args: argparse.Namespace) -> int:
@@ -121,15 +126,8 @@ def cmd_install_host(args: argparse.Namespace) -> int:
     if args.http and not spec.takes_url:
         print(f"mcpx: {args.host}'s config file takes stdio servers only; leave out --http", file=sys.stderr)
         return 2
-    entry = entry_for(args.host, args.http, args.port)
-    if args.print:
-        if args.host == "codex":
-            print(render_toml_table(ENTRY_NAME, entry), end="")
-        else:
-            print(json.dumps({spec.servers_key: {ENTRY_NAME: entry}}, indent=2))
-        return 0
     if args.file:
-        path = Path(args.file)
+        path = Path(args.file).absolute()
     elif args.scope == "project" and spec.project is not None:
         path = Path.cwd() / spec.project
     elif args.scope == "project":
@@ -137,22 +135,64 @@ def cmd_install_host(args: argparse.Namespace) -> int:
         return 2
     else:
         path = user_file(args.host, Path.home())
+    config_path = mcpx_config_for(args.scope, args.config, Path.cwd())
+    if config_path.resolve() == path.resolve():
+        print(f"mcpx: {path} is {args.host}'s own file; give mcpx's config another place (--config)", file=sys.stderr)
+        return 2
     try:
-        print(install(args.host, path, entry))
-    except (ValueError, tomllib.TOMLDecodeError) as exc:
+        if args.undo:
+            print("\n".join(undo(args.host, path, config_path)))
+            return 0
+        config = McpxConfig.read(config_path)
+        problem = config.problem_with(config.data) if config.old is not None else None
+        if problem is not None:
+            print(f"mcpx: mcpx's config does not load as it is; fix it first:\n{problem}", file=sys.stderr)
+            return 1
+        info = running_daemon(state_dir(args.state_dir))
+        said = None
+        if args.http:
+            port, said = _http_port(args, info, config)
+            if port is None:
+                print(f"mcpx: {said}", file=sys.stderr)
+                return 1
+            entry = entry_for(args.host, url=f"http://127.0.0.1:{port}/mcp")
+        else:
+            entry = entry_for(args.host, config=config_path)
+        if args.print:
+            print(render_entry(args.host, entry), end="")
+            return 0
+        out = install(args.host, path, entry, config)
+    except ValueError as exc:  # bad JSON, or TOML (tomlkit's ParseError is a ValueError)
         print(f"mcpx: {path}: cannot merge into it: {exc}", file=sys.stderr)
         return 1
+    lines = report(args.host, path, config_path, entry, out, _undo_command(args))
+    if said:
+        lines.append(said)
+    if out.moved and (note := _daemon_note(info, config_path, args.http)):
+        lines.append(note)
+    print("\n".join(lines))
     return 0
 
 
 def add_install_host_parser(sub: Any) -> None:
     p = sub.add_parser(
-        "install-host", help="point a host (Claude Code, Cursor, VS Code, Codex, Claude Desktop) at mcpx"
+        "install-host",
+        help="put mcpx in front of a host (Claude Code, Cursor, VS Code, Codex, Claude Desktop): its servers move"
+        " into mcpx's config",
     )
     p.add_argument("host", choices=sorted(HOSTS))
-    p.add_argument("--print", action="store_true", help="print the entry instead of writing it")
+    p.add_argument("--print", action="store_true", help="print the entry instead of writing anything")
     p.add_argument("--http", action="store_true", help="the daemon's /mcp URL instead of `mcpx serve` (stdio)")
-    p.add_argument("--port", type=int, default=7435, help="the daemon's port for --http (default 7435)")
+    p.add_argument("--port", type=int, help="the port for --http (default: the running daemon's)")
     p.add_argument("--scope", choices=("project", "user"), default="project", help="the host's project or user file")
-    p.add_argument("--file", help="write into this file instead of the host's usual one")
+    p.add_argument("--file", help="the host's file to change instead of its usual one")
+    p.add_argument(
+        "--config",
+        help="mcpx's config, where the host's servers go (default: MCPX_CONFIG, else ./.mcpx.json for a project,"
+        " $XDG_CONFIG_HOME/mcpx/config.json for the user)",
+    )
+    p.add_argument("--state-dir", help="the state folder of the daemon to ask for its port (default: MCPX_STATE_DIR)")
+    p.add_argument(
+        "--undo", action="store_true", help="put the host's file back from its .bak, and un-move the servers"
+    )
     p.set_defaults(func=cmd_install_host)

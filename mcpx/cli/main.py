@@ -96,8 +96,24 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from .serve import relay
 
     folder = state_dir(args.state_dir)
-    ensure_daemon(args, folder)
+    info = ensure_daemon(args, folder)
+    serving = info.get("config")
+    if args.config and not _same_file(serving, args.config):
+        # Said in the host's log: the servers of --config are not the ones this host gets.
+        print(
+            f"mcpx serve: the daemon already running for {folder} reads {serving or 'no config file'}, not"
+            f" {args.config}; its servers are the ones served (mcpx stop, and the next mcpx serve starts one"
+            " that reads this one)",
+            file=sys.stderr,
+        )
     return relay(folder)
+
+
+def _same_file(a: object, b: str) -> bool:
+    try:
+        return isinstance(a, str) and Path(a).samefile(b)
+    except OSError:
+        return False
 
 
 def cmd_demo(args: argparse.Namespace) -> int:

@@ -82,6 +82,25 @@ def _expand(text: str, environ: Mapping[str, str], where: Where, server: str, pr
     return _REFERENCE.sub(one, text)
 
 
+def unset_variables(entry: Mapping[str, Any], environ: Mapping[str, str]) -> list[str]:
+    """The `${VAR}`s (no default) in one server entry's expanded fields that `environ` lacks, each once:
+    what a daemon with that environment would refuse the file for."""
+    texts: list[object] = [entry.get(key) for key in ("command", "cwd", "url", "serverUrl", "httpUrl", "envFile")]
+    texts += entry.get("args") or [] if isinstance(entry.get("args"), list) else []
+    for key in ("env", "headers"):
+        if isinstance(entry.get(key), dict):
+            texts += list(entry[key].values())
+    names: list[str] = []
+    for text in texts:
+        for match in _REFERENCE.finditer(text) if isinstance(text, str) else ():
+            parsed = _NAME.fullmatch(match.group(1))
+            if parsed is None or match.group(1).startswith("input:") or parsed.group(2) is not None:
+                continue  # not a variable (said elsewhere), or one with a default
+            if parsed.group(1) not in environ and match.group(0) not in names:
+                names.append(match.group(0))
+    return names
+
+
 def _read_env_file(
     path_text: str, base_dir: Path | None, where: Where, server: str, problems: list[tuple[Where, str]]
 ) -> dict[str, str]:

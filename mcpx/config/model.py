@@ -346,6 +346,12 @@ class Config(BaseModel):
         return self
 
     _warnings: list[str] = PrivateAttr(default_factory=list)
+    _notes: list[str] = PrivateAttr(default_factory=list)
+
+    @property
+    def notes(self) -> list[str]:
+        """What was left out as meant (a host's own `mcpx serve` entry), for the daemon to log at INFO."""
+        return self._notes
 
     @property
     def warnings(self) -> list[str]:
@@ -381,10 +387,15 @@ def parse_config(
         key, message = servers_problem
         problems = [(where, msg) for where, msg in problems if where != (key,)] + [((key,), message)]
     servers = data.get("mcpServers")
+    own: list[str] = []
     if isinstance(servers, dict):
         expanded, unset = expand.expand_servers(servers, os.environ if environ is None else environ, base_dir)
         problems += unset
-        data = {**data, "mcpServers": {name: _url_from_alias(entry) for name, entry in expanded.items()}}
+        own = [name for name, entry in expanded.items() if _is_mcpx_serve(entry)]
+        data = {
+            **data,
+            "mcpServers": {name: _url_from_alias(entry) for name, entry in expanded.items() if name not in own},
+        }
     if problems:
         raise ConfigError("\n".join(f"{source}: {_where(where)}: {message}" for where, message in problems))
     try:
@@ -397,7 +408,19 @@ def parse_config(
             lines.append(f"{source}: {_where(loc)}: {msg}")
         raise ConfigError("\n".join(lines)) from None
     config._warnings = [f"{source}: {note}" for note in host_keys.ignored_auth(data.get("mcpServers"))]
+    config._notes = [
+        f"{source}: server {name!r} is `mcpx serve` itself (a host's way to reach mcpx): skipped" for name in own
+    ]
     return config
+
+
+def _is_mcpx_serve(entry: object) -> bool:
+    """The entry a host uses to reach mcpx, found in a file both read (`install-host` writes one into
+    `.mcp.json`): serving it would be mcpx proxying itself, so mcpx leaves it out."""
+    if not isinstance(entry, dict):
+        return False
+    command, args = entry.get("command"), entry.get("args", [])
+    return isinstance(command, str) and isinstance(args, list) and runs_mcpx_serve(command, args)
 
 
 # The models' own keys, plus those other hosts write where mcpx may find them (host_keys.py).

@@ -110,10 +110,6 @@ class ServerConfig(BaseModel):
             raise ValueError("`url` must start with http:// or https://")
         if self.url is not None and self.mcpx.scope == "host":
             raise ValueError("`mcpx.scope: host` starts a process per host: only for stdio servers (`command`)")
-        if self.command is not None and runs_mcpx_serve(self.command, self.args):
-            raise ValueError(
-                "this server is `mcpx serve` itself: mcpx would proxy itself (leave mcpx out of its own config)"
-            )
         return self
 
     @property
@@ -122,8 +118,9 @@ class ServerConfig(BaseModel):
 
 
 def runs_mcpx_serve(command: str, args: list[str]) -> bool:
-    """`mcpx serve ...` or `python -m mcpx serve ...`: a config entry that is mcpx's own stdio shim."""
+    """`mcpx serve ...` or `python -m mcpx serve ...`: a config entry that is mcpx's own stdio shim
+    (config/model.py leaves it out of the servers mcpx starts)."""
     exe = Path(command).name
-    if exe == "mcpx":
+    if exe in ("mcpx", "mcpx.exe"):
         return args[:1] == ["serve"]
     return exe.startswith("python") and args[:3] == ["-m", "mcpx", "serve"]

@@ -361,6 +361,8 @@ class Daemon:
             log.warning("no config file found (searched: %s): serving with no upstreams", CONFIG_SEARCH)
         for note in self.config.warnings:
             log.warning("%s", note)
+        for note in self.config.notes:
+            log.info("%s", note)
         for key, server in self.config.mcpServers.items():
             if server.disabled:
                 log.info("upstream %s is disabled in the config: not started", key)
