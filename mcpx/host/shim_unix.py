@@ -145,7 +145,8 @@ class ShimSocket:
                 return
             conn = HostConnection("stdio")
             conn.shim_pid = pid
-            conn.label = naming.clean_label(hello.label) or naming.clean_label(hello.process)
+            conn.given_label = naming.clean_label(hello.label)
+            conn.process = naming.clean_label(hello.process)
             await self.endpoint.serve(conn, _LineChannel(reader, writer))
         except Exception:  # one shim's failure is logged; the daemon serves the others
             log.exception("shim socket: a connection failed")

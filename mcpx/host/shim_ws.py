@@ -49,5 +49,6 @@ class ShimWebsocket:
         conn = HostConnection("stdio", peer=f"{ws.client.host}:{ws.client.port}" if ws.client else None)
         pid = ws.headers.get(PID_HEADER, "")
         conn.shim_pid = int(pid) if pid.isdigit() else None
-        conn.label = naming.from_header(ws.headers.get(naming.LABEL_HEADER) or ws.headers.get(naming.PROCESS_HEADER))
+        conn.given_label = naming.from_header(ws.headers.get(naming.LABEL_HEADER))
+        conn.process = naming.from_header(ws.headers.get(naming.PROCESS_HEADER))
         await self.endpoint.serve(conn, _WebsocketChannel(ws))
