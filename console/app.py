@@ -35,6 +35,7 @@ from .views.switching import ViewsApp
 from .widgets.detail import DetailPane
 from .widgets.header import DashboardHeader, EventRate, HeaderFacts, header_text
 from .widgets.hosts import HostsPane
+from .widgets.scrollbars import use_whole_cell_scrollbars
 from .widgets.tasks import SORTS, TasksTable
 from .wire import FeedMessage
 
@@ -84,6 +85,7 @@ class ConsoleApp(ViewsApp):
         settings_file: Path | None = None,
     ) -> None:
         super().__init__()
+        use_whole_cell_scrollbars()
         self.backend = backend
         self.read_only = read_only  # watching a shared daemon: no cancel, no answer
         self.settings_file = settings_file or settings.settings_path()

@@ -1,14 +1,22 @@
 """The feed's events as the events view lists them: the newest few thousand, each one row (seq,
-time, kind, subject), filtered by text. Pure: feed messages in, rows out."""
+time, kind, subject), filtered by text. A host is named as the hosts pane names it, looked up when
+shown (a shim's label is learnt at its initialize, after its first event). Pure: feed messages in,
+rows out."""
 
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 KEPT = 5000
+# A connection id to the name its host is shown by (the hosts pane's), when the console knows it.
+HostName = Callable[[str], str | None]
+
+
+def _unnamed(_connection: str) -> str | None:
+    return None
 
 
 @dataclass(frozen=True)
@@ -16,31 +24,57 @@ class EventRow:
     seq: int
     ts_ms: int
     kind: str
-    subject: str  # what it is about: its task, question or connection (short ids), and who did it
+    about: str  # its task and question (short ids)
+    connection: str | None  # the host it is about, named when shown: its label may be learnt later
+    detail: str  # its tool, status, reason or action
+    by: str | None  # who did it: `operator:olga`, `host:<connection id>`, `mcpx`
 
     @staticmethod
     def from_event(ev: Mapping[str, Any]) -> EventRow:
-        return EventRow(int(ev.get("seq") or 0), int(ev.get("ts") or 0), str(ev.get("kind") or ""), subject_of(ev))
+        about = []
+        for key, label in (("taskId", "task"), ("questionId", "question")):
+            value = ev.get(key)
+            if isinstance(value, str) and value:
+                about.append(f"{label} {value[:8]}")
+        connection = ev.get("connectionId")
+        data = ev.get("data")
+        detail = ""
+        if isinstance(data, Mapping):
+            found = data.get("tool") or data.get("status") or data.get("reason") or data.get("action")
+            detail = found if isinstance(found, str) else ""
+        by = ev.get("by")
+        return EventRow(
+            int(ev.get("seq") or 0),
+            int(ev.get("ts") or 0),
+            str(ev.get("kind") or ""),
+            " · ".join(about),
+            connection if isinstance(connection, str) and connection else None,
+            detail,
+            by if isinstance(by, str) and by else None,
+        )
 
-    def matches(self, text: str) -> bool:
-        return not text or text.lower() in f"{self.seq} {self.kind} {self.subject}".lower()
+    def subject(self, host_name: HostName = _unnamed) -> str:
+        """What it is about and who did it, each host by its name (else its short connection id)."""
+        parts = [self.about] if self.about else []
+        if self.connection is not None:
+            parts.append(f"host {host_name(self.connection) or self.connection[:8]}")
+        if self.detail:
+            parts.append(self.detail)
+        if self.by is not None:
+            host = host_name(self.by.removeprefix("host:")) if self.by.startswith("host:") else None
+            parts.append(f"by {host or self.by}")
+        return " · ".join(parts)
+
+    def matches(self, text: str, host_name: HostName = _unnamed) -> bool:
+        """`text` in what is shown, or in the ids behind a named host."""
+        if not text:
+            return True
+        shown = f"{self.seq} {self.kind} {self.subject(host_name)} {self.connection or ''} {self.by or ''}"
+        return text.lower() in shown.lower()
 
 
-def subject_of(ev: Mapping[str, Any]) -> str:
-    parts: list[str] = []
-    for key, label in (("taskId", "task"), ("questionId", "question"), ("connectionId", "host")):
-        value = ev.get(key)
-        if isinstance(value, str) and value:
-            parts.append(f"{label} {value[:8]}")
-    data = ev.get("data")
-    if isinstance(data, Mapping):
-        detail = data.get("tool") or data.get("status") or data.get("reason") or data.get("action")
-        if isinstance(detail, str) and detail:
-            parts.append(detail)
-    by = ev.get("by")
-    if isinstance(by, str) and by:
-        parts.append(f"by {by}")
-    return " · ".join(parts)
+def subject_of(ev: Mapping[str, Any], host_name: HostName = _unnamed) -> str:
+    return EventRow.from_event(ev).subject(host_name)
 
 
 class EventLog:
@@ -78,11 +112,11 @@ class EventLog:
             self.rows.extend(sorted({r.seq: r for r in older}.values(), key=lambda r: r.seq) + kept)
             self.version += 1
 
-    def shown(self, text: str, limit: int = 1000) -> list[EventRow]:
-        """Newest first, those that match `text`, at most `limit`."""
+    def shown(self, text: str, limit: int = 1000, host_name: HostName = _unnamed) -> list[EventRow]:
+        """Newest first, those that match `text` (a host by its name or id), at most `limit`."""
         out: list[EventRow] = []
         for row in reversed(self.rows):
-            if row.matches(text):
+            if row.matches(text, host_name):
                 out.append(row)
                 if len(out) >= limit:
                     break

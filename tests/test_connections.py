@@ -3,6 +3,7 @@ when each opens and closes, and what survives a daemon restart."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -10,7 +11,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from harness import ROOT, Api, RawHost, SseStream, stdio_server, wait_until
+from harness import ROOT, Api, RawHost, SseStream, modern_meta, stdio_server, wait_until
 
 
 def _connections(api: Api) -> dict[str, dict[str, Any]]:
@@ -202,3 +203,87 @@ def test_hosts_alike_in_client_info_are_told_apart_by_their_process_or_label(sta
             proc.stdin.close()
         assert http.stdout is not None
         http.stdout.close()
+
+
+AGENT = """
+import json, sys, httpx
+url, name, call = sys.argv[1], sys.argv[2], sys.argv[3] == "call"
+headers = {"Accept": "application/json, text/event-stream"}
+init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-11-25",
+        "capabilities": {}, "clientInfo": {"name": name, "version": "1.0"}}}
+with httpx.Client(timeout=None) as client:
+    sid = client.post(url, json=init, headers=headers).headers["mcp-session-id"]
+    print(sid, flush=True)
+    if call:  # a gated tool: the call waits for an operator
+        headers = {**headers, "Mcp-Session-Id": sid, "MCP-Protocol-Version": "2025-11-25"}
+        echo = {"name": "fx__echo", "arguments": {"text": "hi"}}
+        client.post(url, json={"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": echo}, headers=headers)
+    sys.stdin.read()
+"""
+
+
+def _labels(api: Api) -> dict[str, str | None]:
+    return {c["clientInfo"].get("name", "?"): c["label"] for c in _connections(api).values()}
+
+
+def test_two_agents_run_from_one_folder_are_told_apart_by_their_client_names(start_daemon: Any, tmp_path: Path) -> None:
+    """Two scripts from one folder are the same process name and folder: each one's clientInfo
+    name leads its label, unless it is an SDK's default (`mcp`), in /v1, the feed and the operator's
+    approval prompt. A shim's is learnt at its initialize (or a 2026 host's first request), after
+    its record opened."""
+    d = start_daemon({"mcpServers": {"fx": stdio_server(tmp_path, approve=["echo"])}})
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env.pop("MCPX_HOST_LABEL", None)
+    folder = tmp_path / "hosts"
+    folder.mkdir()
+    pipes = {"stdin": subprocess.PIPE, "stdout": subprocess.PIPE}
+    agents = [
+        subprocess.Popen([sys.executable, "-c", AGENT, d.url, name, call], cwd=folder, text=True, **pipes)  # type: ignore[call-overload]  # the pipes as keywords
+        for name, call in (("research-agent", "call"), ("review-agent", "-"), ("mcp", "-"))
+    ]
+    serve = [sys.executable, "-m", "mcpx", "serve", "--state-dir", str(d.state_dir)]
+    shims = [subprocess.Popen(serve, env=env, cwd=folder, **pipes) for _ in range(2)]  # type: ignore[call-overload]  # as above
+    legacy = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-11-25",
+              "capabilities": {}, "clientInfo": {"name": "shim-agent", "version": "2"}}}  # fmt: skip
+    modern = {"jsonrpc": "2.0", "id": 1, "method": "tools/list",
+              "params": {"_meta": modern_meta(**{"io.modelcontextprotocol/clientInfo": {"name": "modern-agent"}})}}  # fmt: skip
+    try:
+        for agent in agents:
+            assert agent.stdout is not None and agent.stdout.readline().strip()
+        for shim, frame in zip(shims, (legacy, modern), strict=True):
+            assert shim.stdin is not None and shim.stdout is not None
+            shim.stdin.write(json.dumps(frame).encode() + b"\n")
+            shim.stdin.flush()
+            assert json.loads(shim.stdout.readline())["id"] == 1
+        process = f"{_comm(agents[0].pid)} in {_tilde(str(folder))}"
+        assert all(_comm(a.pid) == _comm(agents[0].pid) for a in agents)  # alike but for their names
+        # A shim's parent is this test's process, in this test's folder; so is a RawHost.
+        here = f"{_comm(os.getpid())} in {_tilde(os.getcwd())}"
+        want = {
+            "research-agent": f"research-agent · {process}",
+            "review-agent": f"review-agent · {process}",
+            "mcp": process,  # the Python SDK's default name says nothing more
+            "shim-agent": f"shim-agent · {here}",
+            "modern-agent": f"modern-agent · {here}",
+            "nightly-agent": f"nightly-agent · {here}",
+        }
+        with Api(d) as api, RawHost(d.url) as stateless:
+            info = {"io.modelcontextprotocol/clientInfo": {"name": "nightly-agent", "version": "1"}}
+            assert stateless.modern("tools/list", meta=info).status_code == 200
+            try:
+                wait_until(lambda: _labels(api) == want, 20, "every host's label")
+            finally:
+                assert _labels(api) == want
+            # The feed carries it: each shim's record was updated with its label once its client was known.
+            events = api.get("/v1/events").json()["events"]
+            updated = {e["data"]["label"] for e in events if e["kind"] == "connection.updated"}
+            assert updated == {want["shim-agent"], want["modern-agent"]}
+            [q] = wait_until(api.open_questions, 20, "the approval question")
+            assert q["params"]["message"].startswith(f"research-agent · {process} wants to call fx__echo")
+    finally:
+        for proc in (*agents, *shims):
+            proc.kill()
+            proc.wait()
+            for pipe in (proc.stdin, proc.stdout):
+                if pipe is not None:
+                    pipe.close()

@@ -3,9 +3,16 @@ upstreams and three demo hosts of different eras, seen here only through `/v1`, 
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import os
+import pty
+import signal
+import struct
 import subprocess
 import sys
+import termios
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -14,8 +21,9 @@ from typing import Any
 import anyio
 import httpx
 import pytest
-from harness import UNIT, wait_until
+from harness import ROOT, UNIT, wait_until
 
+from mcpx.config import state_files
 from mcpx.demo.console_world import MARK, DemoRun, start_demo
 
 APPROVE = {"action": "accept", "content": {"approve": True, "environment": "staging"}, "by": "test"}
@@ -191,3 +199,66 @@ async def test_the_console_on_the_demo_shows_working_and_completed_tasks_of_host
         hosts = {h.client_name: h.revision for h in app.state.hosts_shown()}
         assert {"demo-legacy-ide", "demo-agent", "demo-cli"} <= hosts.keys()
         assert hosts["demo-legacy-ide"] == "2025-11-25" and hosts["demo-agent"] is None  # a 2026 host
+
+
+def _stopped(pid: int) -> bool:
+    """The process is there, stopped by SIGSTOP (state T): not ended, not a zombie."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[-1].split()[0] in ("T", "t")
+    except OSError:
+        return False
+
+
+def test_quitting_the_demo_console_gives_the_terminal_back_before_the_demo_has_stopped(tmp_path: Path) -> None:
+    """`mcpx console --demo`, then q: the first q once took 7-12 s on a blank screen, the console
+    stopping the demo (hosts up to 3 s, daemon up to 5 s, a sweep) before it returned. The real CLI,
+    in a terminal (a pty), with the demo's daemon SIGSTOPped so it cannot stop: a console that waited
+    on the demo's shutdown would return only after killing it (after its 5 s grace). This one is gone
+    with the daemon still there, and the demo still ends completely after (leave()'s reaper)."""
+    env = {**os.environ, "TMPDIR": str(tmp_path), "TERM": "xterm-256color", "PYTHONPATH": str(ROOT)}
+    env.pop(MARK, None)
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 30, 100, 0, 0))
+    argv = [sys.executable, "-m", "mcpx", "console", "--demo", "--operator", "pty-test", "--no-bell"]
+    console = subprocess.Popen(argv, stdin=slave, stdout=slave, stderr=slave, env=env, cwd=tmp_path)
+    os.close(slave)
+    drained = threading.Thread(target=_drain, args=(master,), daemon=True)  # a full pty would block the app
+    drained.start()
+    folder: Path | None = None
+    try:
+        folder = wait_until(lambda: next(tmp_path.glob("mcpx-console-demo-*"), None), 30, "the demo's folder")
+        wait_until(lambda: _all_up(folder), 30, "the demo's processes")
+        info = state_files.read_info(folder)
+        assert info is not None
+        with httpx.Client(timeout=10) as client:
+            token = (folder / "token").read_text().strip()
+            status = f"http://127.0.0.1:{info['port']}/v1/status"
+
+            def attached() -> bool:
+                return (
+                    "pty-test" in client.get(status, headers={"Authorization": f"Bearer {token}"}).json()["operators"]
+                )
+
+            wait_until(attached, 30, "the console attached")
+        daemon = int(info["pid"])
+        os.kill(daemon, signal.SIGSTOP)
+        os.write(master, b"q")
+        assert console.wait(60 * UNIT) == 0
+        assert _stopped(daemon), "the console waited for the demo's daemon to end"
+        os.kill(daemon, signal.SIGCONT)  # now it may stop (on the SIGTERM it was sent), sooner than its grace
+        wait_until(lambda: not _demo_processes(folder) and not folder.exists(), 30, "the demo to end")
+    finally:
+        if console.poll() is None:
+            console.kill()
+            console.wait()
+        os.close(master)
+        if folder is not None and folder.exists():
+            for pid in _demo_processes(folder):
+                with contextlib.suppress(OSError):
+                    os.kill(int(pid.split(":")[0]), signal.SIGKILL)
+
+
+def _drain(fd: int) -> None:
+    with contextlib.suppress(OSError):
+        while os.read(fd, 65536):
+            pass

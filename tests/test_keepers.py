@@ -200,3 +200,20 @@ def test_a_changed_command_replaces_the_keeper(start_daemon: Any, tmp_path: Path
     new = d.left_keepers()
     assert len(new) == 2 and not set(new) & set(old)
     wait_until(lambda: not any(_alive(p) for p in old), 10, "the old keeper and server gone")
+
+
+def test_after_a_kill_9_status_names_the_keepers_left_and_stop_ends_them(start_daemon: Any, tmp_path: Path) -> None:
+    d = start_daemon({"mcpServers": {"fx": stdio_server(tmp_path)}})
+    [record] = [json.loads(p.read_text()) for p in (d.state_dir / "keepers").glob("*.json")]
+    d.stop(signal.SIGKILL)
+    status = _mcpx(d, "status")
+    assert status.returncode == 3, status  # not running, as before
+    assert f"no daemon running for {d.state_dir}" in status.stdout
+    assert f"fx (keeper pid {record['keeper_pid']}, server pid {record['server_pid']})" in status.stdout, status
+    assert "`mcpx stop` stops them" in status.stdout
+    as_json = _mcpx(d, "status", "--json")
+    assert as_json.returncode == 3 and json.loads(as_json.stdout)["leftKeepers"] == [
+        {"server": "fx", "keeperPid": record["keeper_pid"], "serverPid": record["server_pid"]}
+    ]
+    assert "stopped 1 upstream keeper(s)" in _mcpx(d, "stop").stdout
+    assert not d.left_keepers()

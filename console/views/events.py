@@ -51,8 +51,12 @@ class EventsScreen(ViewScreen):
         self._version = self.event_log.version
         super().paint()
 
+    def host_name(self, connection: str) -> str | None:
+        host = self.state.hosts.get(connection)
+        return host.label if host is not None else None
+
     def rows(self) -> list[Row]:
         return [
-            (str(r.seq), (str(r.seq), clock_of(r.ts_ms), r.kind, r.subject))
-            for r in self.event_log.shown(self.filter_text)
+            (str(r.seq), (str(r.seq), clock_of(r.ts_ms), r.kind, r.subject(self.host_name)))
+            for r in self.event_log.shown(self.filter_text, host_name=self.host_name)
         ]

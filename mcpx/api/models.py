@@ -156,7 +156,9 @@ class ConnectionRecord(BaseModel):
     label: str | None = Field(
         description="What an operator tells it apart by: an explicit label (MCPX_HOST_LABEL, the"
         " X-Mcpx-Host-Label header), else the host's process (`claude in ~/src/api`) where mcpx"
-        " can see it; null otherwise (then clientInfo and peer say who it is)."
+        " can see it, led by a clientInfo name that says more than an SDK's default"
+        " (`research-agent · python in ~/src/api`); null otherwise (then clientInfo and peer say who it is)."
+        " Display only: the host controls it."
     )
     capabilities: Json = Field(
         default_factory=dict,

@@ -72,7 +72,7 @@ def cmd_console(args: argparse.Namespace) -> int:
         try:
             return run_console(demo.state_dir, operator, args)
         finally:
-            demo.stop()
+            demo.leave()  # stopped in the background: the terminal is back at once
     folder = state_dir(args.state_dir)
     if running_daemon(folder) is None:
         if not args.start:

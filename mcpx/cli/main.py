@@ -20,7 +20,13 @@ from .autostart import ensure_daemon
 from .console_command import add_console_parser
 from .install_host import add_install_host_parser
 from .log_setup import add_log_options, setup_logging
-from .operator_commands import add_audit_parser, add_stop_parser, add_tasks_parser
+from .operator_commands import (
+    add_audit_parser,
+    add_stop_parser,
+    add_tasks_parser,
+    left_keepers,
+    left_keepers_text,
+)
 from .question_commands import add_questions_parser
 from .reload_command import add_reload_parser
 from .text_format import status_text
@@ -76,11 +82,13 @@ def cmd_status(args: argparse.Namespace) -> int:
     folder = state_dir(args.state_dir)
     info = running_daemon(folder)
     if info is None:
-        print(
-            json.dumps({"running": False, "stateDir": str(folder)})
-            if args.json
-            else f"mcpx: no daemon running for {folder}"
-        )
+        left = left_keepers(folder)
+        if args.json:
+            print(json.dumps({"running": False, "stateDir": str(folder), "leftKeepers": left}))
+        else:
+            print(f"mcpx: no daemon running for {folder}")
+            if left:
+                print(left_keepers_text(left))
         return EXIT_NOT_RUNNING
     with Api(folder, info, timeout=5) as api:
         status = api.get("/v1/status")

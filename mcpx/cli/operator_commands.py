@@ -178,6 +178,27 @@ def _gone(pid: int) -> bool:
     return stat.rsplit(")", 1)[-1].split()[0] == "Z"
 
 
+def left_keepers(folder: Path) -> list[dict[str, Any]]:
+    """Keepers (and their servers) that still run for `folder`: with no daemon running, a crashed
+    daemon left them. Each as `{server, keeperPid, serverPid}`."""
+    from ..upstream.stdio import keeper_wire
+
+    return [
+        {"server": r.server, "keeperPid": r.keeper_pid, "serverPid": r.server_pid}
+        for r in keeper_wire.all_records(folder / keeper_wire.FOLDER)
+        if keeper_wire.still_running(r)
+    ]
+
+
+def left_keepers_text(left: list[dict[str, Any]]) -> str:
+    """What `mcpx status` says of them, and what can be done."""
+    each = ", ".join(f"{k['server']} (keeper pid {k['keeperPid']}, server pid {k['serverPid']})" for k in left)
+    return (
+        f"mcpx: {len(left)} upstream keeper(s) left by a daemon that is gone still run: {each}. A daemon started"
+        " within their grace period (keepers.graceS) takes them over; `mcpx stop` stops them now."
+    )
+
+
 def _stop_orphan_keepers(folder: Path) -> None:
     """Keepers a crashed daemon left (they would end after their grace period anyway)."""
     from ..upstream.stdio import keeper_transport, keeper_wire

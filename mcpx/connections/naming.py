@@ -1,24 +1,35 @@
-"""What an operator tells host connections apart by: the process behind one.
+"""What an operator tells host connections apart by: the process behind one, and its own name.
 
-Two agents on one machine often send the same `clientInfo` (every official SDK host says
-`mcp 0.1.0`), so a connection is named after the process that runs the host where mcpx can find
-it: `claude in ~/src/api`. `mcpx serve` names its parent (the host that spawned it); the daemon
-names a loopback HTTP host's peer process through /proc (Linux). An explicit label wins over both:
-`MCPX_HOST_LABEL` in the shim's environment, or the `X-Mcpx-Host-Label` header of an HTTP host.
-Elsewhere, or when the process cannot be read, the name stays empty and the surfaces fall back to
-`clientInfo` and the peer address.
+Two agents on one machine often send the same `clientInfo` (a Python SDK host that names nothing
+says `mcp 0.1.0`), so a connection is named after the process that runs the host where mcpx can
+find it: `claude in ~/src/api`. `mcpx serve` names its parent (the host that spawned it); the
+daemon names a loopback HTTP host's peer process through /proc (Linux). Two scripts run from one
+folder are the same process name and folder, so a `clientInfo.name` that says more than an SDK's
+default leads the label: `research-agent · python in ~/src/api`. An explicit label wins over all
+of it: `MCPX_HOST_LABEL` in the shim's environment, or the `X-Mcpx-Host-Label` header of an HTTP
+host. Elsewhere, or when the process cannot be read, the name stays empty and the surfaces fall
+back to `clientInfo` and the peer address. A label is display only: the host controls every part.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 from urllib.parse import quote, unquote
 
 LABEL_ENV = "MCPX_HOST_LABEL"
 LABEL_HEADER = "x-mcpx-host-label"  # an HTTP host's explicit name, as mcpx serve sends it too
 PROCESS_HEADER = "x-mcpx-host-process"  # mcpx serve: the process that started it
 MAX_LABEL = 120
+MAX_CLIENT_NAME = 48  # of a label's clientInfo part: the process and folder stay readable after it
+JOIN = " · "
+# The `clientInfo.name` an SDK sends when the host's author set none: it names the library, not the
+# agent. The Python SDK (1.x and 2.x, and FastMCP's client over it) says "mcp"; the Rust SDK's
+# `Implementation::from_build_env()` says "rmcp"; the Java SDK's client builder "Java SDK MCP Client".
+# The TypeScript and Go SDKs have no default (the host must name itself). Compared case-folded.
+SDK_DEFAULT_NAMES = frozenset({"mcp", "rmcp", "java sdk mcp client"})
 PROC = Path("/proc")
 _LOOPBACK = ("127.", "::1", "::ffff:127.")
 
@@ -29,6 +40,33 @@ def clean_label(value: str | None) -> str | None:
         return None
     text = "".join(ch if ch.isprintable() else " " for ch in value).strip()[:MAX_LABEL]
     return text or None
+
+
+def client_name(client_info: Mapping[str, Any]) -> str | None:
+    """A host's `clientInfo.name` when it says more than its SDK's default; None otherwise."""
+    name = client_info.get("name")
+    if not isinstance(name, str):
+        return None
+    text = clean_label(name)
+    if text is None or text.casefold() in SDK_DEFAULT_NAMES:
+        return None
+    return text if len(text) <= MAX_CLIENT_NAME else text[: MAX_CLIENT_NAME - 1] + "…"
+
+
+def shown_label(given: str | None, process: str | None, client_info: Mapping[str, Any]) -> str | None:
+    """What a host is shown as: the label it gave itself, as it is; else its process, led by its
+    `clientInfo.name` when that says more than the SDK's default and than the process's own command
+    (`research-agent · python in ~/src/api`, not `claude · claude in ~/src/api`); None when mcpx
+    could not see the process (the surfaces then show `clientInfo` and the peer)."""
+    if given is not None:
+        return clean_label(given)
+    if process is None:
+        return None
+    name = client_name(client_info)
+    command = process.partition(" in ")[0]
+    if name is None or name.casefold() == command.casefold():
+        return clean_label(process)
+    return clean_label(f"{name}{JOIN}{process}")
 
 
 def to_header(label: str) -> str:

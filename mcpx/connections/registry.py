@@ -105,13 +105,17 @@ class ConnectionRegistry:
         *,
         revision: str | None,
         client_info: dict[str, Any],
-        capabilities: dict[str, Any] | None = None,
+        capabilities: dict[str, Any] | None,
+        label: str | None,
     ) -> None:
-        """What a stdio connection learns at initialize: its revision, clientInfo and capabilities."""
+        """What a stdio connection learns at initialize: its revision, clientInfo and capabilities,
+        and so its label (its clientInfo name may lead it: connections/naming.py)."""
         record = self.live.get(record_id)
         if record is None:
             return
-        record = replace(record, revision=revision, client_info=client_info, capabilities=capabilities or {})
+        record = replace(
+            record, revision=revision, client_info=client_info, capabilities=capabilities or {}, label=label
+        )
         self.live[record_id] = record
         await self.store.put_connection(record, [Event("connection.updated", record.wire(), connection_id=record_id)])
 

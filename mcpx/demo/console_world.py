@@ -4,6 +4,7 @@ hosts calling it (mcpx/demo_hosts.py), in a temporary state folder that `stop()`
     run = start_demo()          # or: with start_demo() as run:
     run.url, run.state_dir, run.token
     run.stop()                  # hosts, then the daemon: SIGTERM, SIGKILL after a bound
+    run.leave()                 # the same, by a detached process: returns at once (a console quits)
 
 The asking tools (`deploy`, `confirm`) run in a second upstream process, "release": mcpx ties a
 stdio upstream's question to a call only while that call is the upstream's only one in flight,
@@ -36,6 +37,7 @@ from ..config import state_files
 MARK = "MCPX_DEMO_RUN"  # environment variable naming the run; every process of it inherits it
 START_TIMEOUT_S = 20.0
 STOP_GRACE_S = 5.0  # the daemon's own graceful shutdown is bounded at 3 s (daemon.GRACEFUL_S)
+HOSTS_GRACE_S = 3.0
 DEMO_TOOLS = "echo,countdown,add,build,flaky,watch,report"
 ASKING_TOOLS = "deploy,confirm"
 
@@ -87,11 +89,34 @@ class DemoRun:
         try:
             # Hosts first: none of them reconnects (or spawns a shim) to a daemon going away.
             if self.hosts is not None:
-                _end_group(self.hosts, 3.0)
+                _end_group(self.hosts, HOSTS_GRACE_S)
             _end_group(self.daemon, STOP_GRACE_S)
             _sweep(self.marker)
         finally:
             shutil.rmtree(self.state_dir, ignore_errors=True)
+
+    def leave(self) -> None:
+        """stop(), without waiting for it: a console that quits gives the terminal back at once
+        (stop() takes seconds: up to 3 s for the hosts, 5 s for the daemon, then the sweep). A
+        detached process (`python -m mcpx.demo.console_world --reap`) ends the hosts and the daemon
+        within the same bounds, sweeps, and removes the folder. Idempotent, as stop() is."""
+        if self._stopped:
+            return
+        self._stopped = True
+        argv = [sys.executable, "-m", "mcpx.demo.console_world", "--reap", str(self.state_dir)]
+        if self.hosts is not None:
+            argv += ["--hosts-pid", str(self.hosts.pid)]
+        env = _env(str(self.state_dir))
+        del env[MARK]  # not one of the run's processes: the sweep is its own work
+        subprocess.Popen(
+            argv,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            env=env,
+            cwd=tempfile.gettempdir(),
+            start_new_session=True,  # outlives this process, and a Ctrl-C in its terminal
+        )
 
     def __enter__(self) -> DemoRun:
         return self
@@ -138,15 +163,28 @@ def reap_orphaned(folder: Path) -> None:
     info = state_files.read_info(folder)
     pid = info.get("pid") if info else None
     if isinstance(pid, int) and state_files.pid_alive(pid):
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.kill(pid, signal.SIGTERM)
-        deadline = time.monotonic() + STOP_GRACE_S
-        while time.monotonic() < deadline and _running(pid):
-            time.sleep(0.05)
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(pid, signal.SIGKILL)
+        _end_pid_group(pid, STOP_GRACE_S)
     _sweep(str(folder))
     shutil.rmtree(folder, ignore_errors=True)
+
+
+def reap(folder: Path, hosts_pid: int | None) -> None:
+    """stop()'s work from a process that is not the run's parent (leave()): the hosts first (none
+    reconnects to a daemon going away), then the daemon, the sweep and the folder."""
+    if hosts_pid is not None and _running(hosts_pid):
+        _end_pid_group(hosts_pid, HOSTS_GRACE_S)
+    reap_orphaned(folder)
+
+
+def _end_pid_group(pid: int, grace: float) -> None:
+    """SIGTERM the process, SIGKILL its group once it ended or after `grace` seconds."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + grace
+    while time.monotonic() < deadline and _running(pid):
+        time.sleep(0.05)
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, signal.SIGKILL)
 
 
 def _env(marker: str) -> dict[str, str]:
@@ -242,3 +280,19 @@ def marked_pids(name: str, value: str) -> list[int]:
         if want in environ.split(b"\0") and pid != os.getpid() and _running(pid):
             found.append(pid)
     return found
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m mcpx.demo.console_world --reap FOLDER [--hosts-pid N]`: leave()'s detached half."""
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m mcpx.demo.console_world")
+    parser.add_argument("--reap", required=True, type=Path, help="the run's state folder")
+    parser.add_argument("--hosts-pid", type=int, default=None, help="the demo hosts' process")
+    args = parser.parse_args(argv)
+    reap(args.reap, args.hosts_pid)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

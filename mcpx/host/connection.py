@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import anyio
 
+from ..connections import naming
 from ..connections.registry import new_connection_id
 from ..protocol.ids import opaque_id
 from ..protocol.jsonrpc import Id
@@ -44,7 +45,9 @@ class HostConnection:
     # That process's own random id, the same across the daemons it talks to (host/shim_wire.py):
     # what a restarted daemon finds the calls it made for this shim by.
     shim_instance: str | None = None
-    label: str | None = None  # what an operator tells it apart by (connections/naming.py)
+    # What an operator tells it apart by (connections/naming.py; display only, never a decision):
+    given_label: str | None = None  # the name it gave itself (MCPX_HOST_LABEL, X-Mcpx-Host-Label)
+    process: str | None = None  # the process behind it, `python in ~/src/api`, where mcpx can see it
     created: float = field(default_factory=time.time)
     # Its id in the connection registry (connections/registry.py): public, unlike a legacy session id.
     record_id: str = field(default_factory=new_connection_id)
@@ -58,6 +61,11 @@ class HostConnection:
     awaiting: dict[str, _Reply] = field(default_factory=dict)
     _ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
     bucket: TokenBucket | None = None  # its request budget, made on its first request (router.py)
+
+    @property
+    def label(self) -> str | None:
+        """Its given label, else its process led by its clientInfo name (`research-agent · python in ~/src/api`)."""
+        return naming.shown_label(self.given_label, self.process, self.client_info)
 
     def attach(self, send: Send | None) -> None:
         """Set (or clear) the session-level channel, waking whoever waits for one to open."""

@@ -110,9 +110,14 @@ class HostRouter:
         await self.registry.close(conn.record_id, reason)
 
     async def initialized(self, conn: HostConnection) -> None:
-        """A stdio connection learnt its revision and client at initialize: the record too."""
+        """A stdio connection learnt its revision and client (at initialize, or a 2026 host's first
+        request): the record too, with the label its client's name may now lead."""
         await self.registry.update(
-            conn.record_id, revision=conn.revision, client_info=conn.client_info, capabilities=conn.client_caps
+            conn.record_id,
+            revision=conn.revision,
+            client_info=conn.client_info,
+            capabilities=conn.client_caps,
+            label=conn.label,
         )
 
     # ---- contexts ------------------------------------------------------------------------

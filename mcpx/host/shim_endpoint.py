@@ -123,6 +123,7 @@ class ShimEndpoint:
                 await self.router.initialized(conn)
             await write(frame)
             return
+        knew_client = bool(conn.client_info)
         try:
             if is_modern(msg.params):
                 ctx = self.router.modern_context(conn, msg.params, notify)
@@ -133,6 +134,8 @@ class ShimEndpoint:
             await write(emit(rev, msg.method, jsonrpc.error_from(msg.id, exc)))
             return
         ctx.resumed = resumed
+        if not knew_client and conn.client_info:  # a 2026 host's first request named its client
+            await self.router.initialized(conn)
         refused = self.router.over_budget(conn)
         if refused is not None:
             await write(emit(ctx.revision, msg.method, jsonrpc.error_from(msg.id, refused)))

@@ -147,7 +147,8 @@ class ShimSocket:
             conn.shim_pid = pid
             conn.shim_instance = hello.instance
             conn.id = shim_wire.connection_id(hello.instance) or conn.id
-            conn.label = naming.clean_label(hello.label) or naming.clean_label(hello.process)
+            conn.given_label = naming.clean_label(hello.label)
+            conn.process = naming.clean_label(hello.process)
             await self.endpoint.serve(conn, _LineChannel(reader, writer))
         except Exception:  # one shim's failure is logged; the daemon serves the others
             log.exception("shim socket: a connection failed")

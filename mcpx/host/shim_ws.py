@@ -53,5 +53,6 @@ class ShimWebsocket:
         conn.shim_pid = int(pid) if pid.isdigit() else None
         conn.shim_instance = shim_wire.valid_instance(ws.headers.get(INSTANCE_HEADER))
         conn.id = shim_wire.connection_id(conn.shim_instance) or conn.id
-        conn.label = naming.from_header(ws.headers.get(naming.LABEL_HEADER) or ws.headers.get(naming.PROCESS_HEADER))
+        conn.given_label = naming.from_header(ws.headers.get(naming.LABEL_HEADER))
+        conn.process = naming.from_header(ws.headers.get(naming.PROCESS_HEADER))
         await self.endpoint.serve(conn, _WebsocketChannel(ws))

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from pilot_wait import until
-from snapshot_app import NOW, make_app
+from snapshot_app import CONNECTIONS, LONG_NAMES, NOW, ReplayBackend, make_app, snapshot
 from test_snapshots import SIZE, settle
 from textual.pilot import Pilot
 
@@ -124,3 +124,29 @@ def test_the_header_counts_working_waiting_failed_with_version_uptime_and_event_
 
 def test_read_only_says_so_in_the_header_and_offers_no_cancel(snap_compare: Any) -> None:
     assert snap_compare(make_app("hosts", read_only=True), terminal_size=NARROW, run_before=settle)
+
+
+# ---- the confirm dialog ------------------------------------------------------------------------
+
+LONG_LABEL = "research-agent · python in ~/src/monorepo/services/billing-reconciliation"
+
+
+def long_confirm_app() -> ConsoleApp:
+    """Long names everywhere a confirmation names them: the tool, the upstream, the host's label."""
+    conns = [{**c, "label": LONG_LABEL if c["id"] == "c-ide" else c["label"]} for c in CONNECTIONS]
+    render.clock = lambda: NOW
+    return ConsoleApp(ReplayBackend([snapshot(LONG_NAMES, [], conns)]), bell=False)
+
+
+async def ask_to_cancel_the_long_one(pilot: Pilot[None]) -> None:
+    app = _app(pilot)
+    await until(pilot, lambda: app.table.row_count == len(LONG_NAMES) and app.flushes > 0, "the rows")
+    app.table.move_cursor(row=app.table.get_row_index(LONG_NAMES[0]["id"]))
+    await pilot.press("c")
+    await until(pilot, lambda: app.screen.query("#confirm-question"), "the confirm dialog")
+    await pilot.pause()
+
+
+def test_at_80x24_the_confirm_dialog_wraps_its_question_instead_of_cutting_it(snap_compare: Any) -> None:
+    # Was: "Cancel task Tl1longA (trigger-long-running-operation on everythi", the rest cut at the border.
+    assert snap_compare(long_confirm_app(), terminal_size=NARROW, run_before=ask_to_cancel_the_long_one)

@@ -138,3 +138,34 @@ def test_events_view_lists_the_audit_log_newest_first(snap_compare: Any) -> None
         await to_view(pilot, "ev")
 
     assert snap_compare(views_app(), terminal_size=SIZE, run_before=events)
+
+
+def labelled_app() -> ConsoleApp:
+    """Two agents from one folder: the daemon's labels lead the process and folder with each one's
+    clientInfo name (connections/naming.py)."""
+    folder = "python in ~/src/api"
+    names = {"c-ide": f"research-agent · {folder}", "c-cli": f"review-agent · {folder}"}
+    conns = [{**c, "label": names.get(c["id"])} for c in CONNECTIONS]
+    render.clock = lambda: NOW
+    return ConsoleApp(ViewsBackend([snapshot(TASKS, [], conns), *EVENTS]), bell=False)
+
+
+def test_two_agents_from_one_folder_are_told_apart_in_events(snap_compare: Any) -> None:
+    """:events names a host as the hosts pane does, where it showed a connection id before."""
+
+    async def events(pilot: Pilot[None]) -> None:
+        await to_view(pilot, "ev")
+
+    assert snap_compare(labelled_app(), terminal_size=(140, 20), run_before=events)
+
+
+def test_two_agents_from_one_folder_are_told_apart_in_the_hosts_pane(snap_compare: Any) -> None:
+    async def folded(pilot: Pilot[None]) -> None:
+        app = pilot.app
+        assert isinstance(app, ConsoleApp)
+        await until(pilot, lambda: app.state.seq == EVENTS[-1]["seq"] and app.flushes > 0, "the feed folded in")
+        app.rate = EventRate()  # the sparkline from zero (test_the_command_line_completes_a_view_name says why)
+        app.query_one(DashboardHeader).spark(app.rate.next_second())
+        await pilot.pause()
+
+    assert snap_compare(labelled_app(), terminal_size=(140, 30), run_before=folded)

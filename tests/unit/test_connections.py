@@ -105,11 +105,15 @@ async def test_closing_an_old_record_keeps_a_newer_one_of_the_same_stateless_hos
 async def test_update_stores_details_learnt_later_with_an_updated_event(tmp_path: Path) -> None:
     async with registry_on(tmp_path / "mcpx.db") as (registry, w):
         await registry.open(rec("c-1"))
-        await registry.update("c-1", revision="2025-11-25", client_info={"name": "ide"})
-        await registry.update("c-unknown", revision="x", client_info={})  # not a live connection: ignored
+        await registry.update(
+            "c-1", revision="2025-11-25", client_info={"name": "ide"}, capabilities={}, label="ide · node in ~/x"
+        )
+        # Not a live connection: ignored.
+        await registry.update("c-unknown", revision="x", client_info={}, capabilities=None, label=None)
         stored = await w.store.get_connection("c-1")
         assert registry.get("c-1") == stored
     assert stored is not None and (stored.revision, stored.client_info) == ("2025-11-25", {"name": "ide"})
+    assert stored.label == "ide · node in ~/x"
     kinds = [e.event.kind for e in w.published.events]
     assert kinds == ["connection.opened", "connection.updated"]  # the unknown id wrote nothing
     assert w.published.events[-1].event.data["revision"] == "2025-11-25"

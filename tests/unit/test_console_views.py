@@ -39,3 +39,18 @@ def test_older_events_backfill_before_the_kept_ones_without_doubles() -> None:
 def test_an_events_subject_names_what_it_is_about_and_who() -> None:
     ev = {"taskId": "Tk1buildAAAA", "connectionId": "c-ide-123456", "by": "host:c-ide", "data": {"tool": "build"}}
     assert subject_of(ev) == "task Tk1build · host c-ide-12 · build · by host:c-ide"
+
+
+def test_an_events_host_is_named_as_the_hosts_pane_names_it_and_still_found_by_its_id() -> None:
+    names = {"c-ide-123456": "research-agent · python in ~/src/api"}
+    ev = {"seq": 7, "kind": "task.created", "taskId": "Tk1buildAAAA", "connectionId": "c-ide-123456"}
+    done = {**ev, "seq": 8, "kind": "task.status", "by": "host:c-ide-123456", "data": {"status": "cancelled"}}
+    assert subject_of(ev, names.get) == "task Tk1build · host research-agent · python in ~/src/api"
+    assert subject_of(done, names.get).endswith("cancelled · by research-agent · python in ~/src/api")
+    # A host the console does not know (yet) keeps its short id; an operator stays as they are.
+    assert subject_of({**ev, "connectionId": "c-other-999"}, names.get) == "task Tk1build · host c-other-"
+    assert subject_of({"by": "operator:olga"}, names.get) == "by operator:olga"
+    log = EventLog()
+    log.add([_ev(1, connectionId="c-ide-123456"), _ev(2, connectionId="c-other-999")])
+    assert [r.seq for r in log.shown("research-agent", host_name=names.get)] == [1]
+    assert [r.seq for r in log.shown("c-ide-1234", host_name=names.get)] == [1]  # the id behind the name

@@ -42,3 +42,29 @@ def test_only_loopback_peers_are_looked_up() -> None:
     assert naming.peer_label("10.1.2.3:5000") is None
     assert naming.peer_label("127.0.0.1:notaport") is None and naming.peer_label(None) is None
     assert naming.is_loopback("127.0.0.1") and naming.is_loopback("::1") and not naming.is_loopback("192.168.1.2")
+
+
+def test_a_process_label_is_led_by_a_client_name_that_says_more_than_the_sdks_default() -> None:
+    process = "python in ~/src/api"
+    assert naming.shown_label(None, process, {"name": "research-agent", "version": "1"}) == (
+        "research-agent · python in ~/src/api"
+    )
+    # What the official SDKs send when the host names nothing says nothing: the process alone.
+    for default in ("mcp", "MCP", "rmcp", "Java SDK MCP Client"):
+        assert naming.shown_label(None, process, {"name": default, "version": "0.1.0"}) == process
+    # Nor does a name that repeats the process's own command, or none at all.
+    assert naming.shown_label(None, "claude in ~/src/api", {"name": "Claude"}) == "claude in ~/src/api"
+    assert naming.shown_label(None, process, {}) == process
+    assert naming.shown_label(None, process, {"name": 42}) == process
+    assert naming.shown_label(None, process, {"name": " \n\t"}) == process
+
+
+def test_a_given_label_is_shown_as_it_is_and_no_process_means_no_label() -> None:
+    assert naming.shown_label("reviewer", "python in ~/src/api", {"name": "research-agent"}) == "reviewer"
+    assert naming.shown_label(None, None, {"name": "research-agent"}) is None  # clientInfo then names it
+
+
+def test_a_hostile_client_name_is_one_bounded_printable_line_and_leaves_the_process_readable() -> None:
+    shown = naming.shown_label(None, "python in ~/src/api", {"name": "evil\n\x1b[2J" + "x" * 500})
+    assert shown is not None and shown.isprintable() and len(shown) <= naming.MAX_LABEL
+    assert shown.endswith(" · python in ~/src/api") and shown.startswith("evil  [2J")

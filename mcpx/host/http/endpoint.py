@@ -34,7 +34,7 @@ from ..auth import TokenTable
 from ..connection import HostConnection, RequestContext
 from ..outbound import Outbound
 from ..router import Call, HostRouter, StreamItem, emit, notifier
-from .sessions import HttpHosts, label_of
+from .sessions import HttpHosts, process_of
 
 log = logging.getLogger("mcpx.host")
 
@@ -228,7 +228,9 @@ class McpEndpoint:
         frame = self.router.initialize(conn, msg)
         if "error" in frame:
             return await _json(send, 200, frame)
-        conn.label = await label_of(peer, headers.get(naming.LABEL_HEADER))
+        conn.given_label = naming.from_header(headers.get(naming.LABEL_HEADER))
+        if conn.given_label is None:  # a host that names itself is not looked up
+            conn.process = await process_of(peer)
         if not await self.hosts.start_session(conn):
             return await _json(
                 send,

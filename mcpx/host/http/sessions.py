@@ -78,7 +78,8 @@ class HttpHosts:
                 revision=saved["revision"],
                 client_info=saved.get("clientInfo") or {},
                 client_caps=saved.get("clientCaps") or {},
-                label=saved.get("label") if isinstance(saved.get("label"), str) else None,
+                # Stored as it was shown: its clientInfo, the rest of it, is the session's own too.
+                given_label=saved.get("label") if isinstance(saved.get("label"), str) else None,
             )
             if isinstance(saved.get("recordId"), str):
                 conn.record_id = saved["recordId"]
@@ -115,7 +116,9 @@ class HttpHosts:
             return conn
         conn = HostConnection("http", peer=host, principal=principal, client_info=info)
         self._modern[key] = conn  # before the lookup below yields: a concurrent request waits on it
-        conn.label = label or await label_of(peer, None)
+        conn.given_label = label
+        if label is None:
+            conn.process = await process_of(peer)
         known = self.router.registry.find_stateless(key)  # the same host, seen before a restart
         if known is not None:
             conn.record_id = known.id
@@ -161,11 +164,10 @@ class HttpHosts:
 PEER_LOOKUP_S = 1.0  # a loopback host's process is looked up at most this long (/proc, off the loop)
 
 
-async def label_of(peer: str | None, label_header: str | None) -> str | None:
-    """An HTTP host's name: the label it sends, else its process when it is on loopback (Linux)."""
-    label = naming.from_header(label_header)
-    if label is not None or peer is None:
-        return label
+async def process_of(peer: str | None) -> str | None:
+    """An HTTP host's process, `python in ~/src/api`, when it is on loopback (Linux); else None."""
+    if peer is None:
+        return None
     with anyio.move_on_after(PEER_LOOKUP_S):
         return await anyio.to_thread.run_sync(naming.peer_label, peer, abandon_on_cancel=True)
     return None

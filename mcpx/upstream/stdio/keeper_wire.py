@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -170,5 +171,15 @@ def alive(pid: int) -> bool:
     try:
         with open(f"/proc/{pid}/stat", "rb") as fh:
             return fh.read().rsplit(b")", 1)[-1].split()[0] != b"Z"  # a zombie is gone
+    except OSError:
+        return False
+
+
+def still_running(record: Record) -> bool:
+    """Its keeper, or its server's own process group, still runs (a pid a stranger got since does not count)."""
+    if is_keeper(record.keeper_pid):
+        return True
+    try:
+        return alive(record.server_pid) and os.getpgid(record.server_pid) == record.server_pid
     except OSError:
         return False
