@@ -42,6 +42,7 @@ class HostConnection:
     log_level: str | None = None
     shim_pid: int | None = None  # the `mcpx serve` process behind a stdio connection
     label: str | None = None  # what an operator tells it apart by (connections/naming.py)
+    sent_label: str | None = None  # a stateless host's own label (X-Mcpx-Host-Label), not one mcpx found
     created: float = field(default_factory=time.time)
     # Its id in the connection registry (connections/registry.py): public, unlike a legacy session id.
     record_id: str = field(default_factory=new_connection_id)
@@ -146,6 +147,9 @@ class RequestContext:
     last_progress: float | None = None  # the last progress value relayed to this request's host
     request_id: Id | None = None  # the host's id for this request (a listen stream is named by it)
     plain: LiveCall | None = None  # a plain tools/call in flight, listed for operators if it runs long
+    # This request's socket address (HTTP): a stateless host's requests may come from several
+    # processes, and an approval names the one that sent this request (host/approvals.py).
+    peer: str | None = None
     # Tracing only (mcpx/telemetry/tracing.py; both stay None when it is off): the HTTP request's
     # headers, for a `traceparent` there, and this request's span once started.
     http_headers: dict[str, str] | None = None

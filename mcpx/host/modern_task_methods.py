@@ -113,6 +113,7 @@ class ModernTasks:
                 ctx.meta,
                 None if taskable else ctx.log_level,
                 None if taskable else ctx.notify,
+                peer=ctx.peer,
             )
             park = Park()
             detached.park = park

@@ -167,6 +167,7 @@ class McpEndpoint:
             try:
                 modern.check_version_header(msg.params, headers)
                 ctx = self.router.modern_context(conn, msg.params, None)
+                ctx.peer = peer
                 relaxed = modern.check_headers(
                     msg.method, msg.params, headers, tasks_extension=True, require_task_name=self.require_task_name
                 )

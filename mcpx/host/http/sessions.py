@@ -113,7 +113,7 @@ class HttpHosts:
             self._modern.move_to_end(key)
             await conn.registered.wait()  # a concurrent first request is still registering it
             return conn
-        conn = HostConnection("http", peer=host, principal=principal, client_info=info)
+        conn = HostConnection("http", peer=host, principal=principal, client_info=info, sent_label=label)
         self._modern[key] = conn  # before the lookup below yields: a concurrent request waits on it
         conn.label = label or await label_of(peer, None)
         known = self.router.registry.find_stateless(key)  # the same host, seen before a restart
