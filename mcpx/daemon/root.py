@@ -30,6 +30,7 @@ from ..api.answer_page import AnswerPage
 from ..api.feed import FeedEndpoint
 from ..api.models import DaemonPhase
 from ..api.operations import Operations
+from ..config.diff import ServerChanges
 from ..config.model import CONFIG_SEARCH, Config
 from ..connections.registry import ConnectionRegistry
 from ..events.bus import EventBus
@@ -185,7 +186,7 @@ class Daemon:
         # Reloading the config (SIGHUP, the file changing, POST /v1/config/reload) changes the servers;
         # a leaving server's calls may keep it up to tasks.ttlMs (no task outlives that).
         self.reconfigurer = Reconfigurer(self.pool, self.instances, self.hub.list_changed, config.tasks.ttlMs / 1000)
-        self.reloader = Reloader(config_path, config, self.reconfigurer.apply, store.append)
+        self.reloader = Reloader(config_path, config, self._apply_config, store.append)
         self.registry = ConnectionRegistry(
             store,
             config.connections.idleCloseS,
@@ -248,6 +249,13 @@ class Daemon:
 
     def _idle_closed(self, record: ConnectionRecord) -> None:
         self.http_hosts.forget_idle(record)
+
+    async def _apply_config(self, changes: ServerChanges, new: Config) -> None:
+        """A reload's config: the top-level approval gates at once (config/diff.py LIVE), then the
+        servers that changed."""
+        self.dispatcher.calls.approvals.config = new
+        if changes.listing_changes:
+            await self.reconfigurer.apply(changes, new)
 
     def _lease_ended(self, instance: str) -> None:
         self.engine.lease_ended(instance)

@@ -211,7 +211,7 @@ def _content(answer: dict[str, Any]) -> dict[str, Any]:
 
 class Approvals:
     def __init__(self, config: Config, asker: Asker, store: Store, *, clock: Callable[[], float] = time.time) -> None:
-        self.config = config
+        self.config = config  # the config in force: a reload replaces it (top-level `approve` is live)
         self.asker = asker
         self.store = store
         self.clock = clock
