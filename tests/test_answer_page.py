@@ -221,6 +221,16 @@ def test_an_approval_is_denied_through_its_link_and_forged_forms_are_refused(
             assert "action=decline" in asking["frame"]["result"]["content"][0]["text"]
         finally:
             feed.close()
+        # Allowed through its link: the page says the call runs now, naming the caller (#39 item 6).
+        allowed = _call_aside(d, host, "fx__echo", {"text": "ls -l"})
+        [q4] = wait_until(api.open_questions, 20, "the approval to allow")
+        url4 = _link(api, q4["id"])
+        page4 = web.get(url4)
+        yes = web.post(url4, data={"csrf": _csrf(page4.text), "by": "bob", "decision": "allow"})
+        me = naming.process_label(os.getpid())
+        assert yes.status_code == 200 and f"Allowed once. {me}&#x27;s call to fx__echo runs now." in yes.text, yes.text
+        allowed["thread"].join(15)
+        assert allowed["frame"]["result"]["content"][0]["text"] == "ls -l"
         # A question answered elsewhere: its link says by whom.
         other = _call_aside(d, host, "fx__echo", {"text": "ls"})
         [q2] = wait_until(api.open_questions, 20, "the second approval")

@@ -120,6 +120,7 @@ def test_an_allowance_lets_that_host_through_unasked_and_not_another(
     with Api(d) as api:
         box = _echo_aside(d, a, "one")
         q = _approval(api)
+        assert q["params"]["_meta"]["io.mcpx/approval"]["allowanceFor"] == "this 2025 session"  # what it covers
         content = {"decision": "allow-for-host", "minutes": 5}
         assert api.answer(q["id"], "accept", by="olga", content=content).status_code == 200
         box["thread"].join(10)
