@@ -78,7 +78,7 @@ def gated(patterns: Iterable[str], names: Iterable[str]) -> bool:
 
 
 @dataclass(frozen=True)
-class Caller:
+class Requester:
     """Who asks to run a gated call, as the operator is shown it, and what an allowance for this
     host would be bound to (None: nothing another process could not claim, so none is offered)."""
 
@@ -86,21 +86,21 @@ class Caller:
     binding: str | None
 
 
-async def caller_of(ctx: RequestContext) -> Caller:
-    """The caller of this very request. A stateless 2026 host is looked up by the process behind
+async def requester_of(ctx: RequestContext) -> Requester:
+    """Who sent this very request. A stateless 2026 host is looked up by the process behind
     this request's socket (another process with the same `clientInfo` is another caller)."""
     conn = ctx.conn
     told = " ".join(str(v) for v in conn.client_info.values() if isinstance(v, str))
     if conn.transport == "stdio":
         pid = f" (pid {conn.shim_pid})" if conn.shim_pid else ""
-        return Caller(conn.label or told or f"connection {conn.record_id}", f"this `mcpx serve` connection{pid}")
+        return Requester(conn.label or told or f"connection {conn.record_id}", f"this `mcpx serve` connection{pid}")
     if conn.era == "legacy":
-        return Caller(conn.label or told or f"connection {conn.record_id}", "this 2025 session")
+        return Requester(conn.label or told or f"connection {conn.record_id}", "this 2025 session")
     process = await _process_of(ctx.peer)
     name = " · ".join(part for part in (conn.sent_label, process) if part) or (
         f"{told or 'a 2026 host'} from {conn.peer or 'an unknown address'}"
     )
-    return Caller(name, f"principal {conn.principal}" if conn.principal else None)
+    return Requester(name, f"principal {conn.principal}" if conn.principal else None)
 
 
 async def _process_of(peer: str | None) -> str | None:
@@ -154,15 +154,15 @@ def _names(keys: list[str]) -> str:
     return shown + (f" and {more:,} more" if more > 0 else "")
 
 
-def question_params(caller: Caller, exposed: str, upstream: str, arguments: object) -> dict[str, Any]:
-    """The operator's form: what is asked, and the answers this caller may be given."""
+def question_params(requester: Requester, exposed: str, upstream: str, arguments: object) -> dict[str, Any]:
+    """The operator's form: what is asked, and the answers this requester may be given."""
     choices = [{"const": ALLOW, "title": "Allow once"}]
-    if caller.binding is not None:
-        choices.append({"const": ALLOW_FOR_HOST, "title": f"Allow this tool for {caller.binding} for a while"})
+    if requester.binding is not None:
+        choices.append({"const": ALLOW_FOR_HOST, "title": f"Allow this tool for {requester.binding} for a while"})
     choices.append({"const": DENY, "title": "Deny"})
     decision: dict[str, Any] = {"type": "string", "title": "Decision", "oneOf": choices}
     properties: dict[str, Any] = {"decision": decision}
-    if caller.binding is None:
+    if requester.binding is None:
         decision["description"] = (
             "Allow once or deny: a stateless 2026 host without auth is known only by what any local"
             " process could say, so no allowance can be bound to it"
@@ -170,22 +170,22 @@ def question_params(caller: Caller, exposed: str, upstream: str, arguments: obje
     else:
         properties["minutes"] = {
             "type": "integer",
-            "title": f"For how many minutes (allow for {caller.binding})",
+            "title": f"For how many minutes (allow for {requester.binding})",
             "minimum": 1,
             "maximum": 10080,
             "default": 60,
         }
     properties["reason"] = {"type": "string", "title": "Reason (told to the host when denied)", "maxLength": 500}
     return {
-        "message": f"mcpx asks: may {caller.name} run {exposed} (on {upstream})? Arguments: {preview(arguments)}",
+        "message": f"mcpx asks: may {requester.name} run {exposed} (on {upstream})? Arguments: {preview(arguments)}",
         "requestedSchema": {"type": "object", "properties": properties, "required": ["decision"]},
         "_meta": {
             META_KEY: {
                 "tool": exposed,
                 "upstream": upstream,
                 "arguments": arguments,
-                "host": caller.name,
-                "allowanceFor": caller.binding,
+                "host": requester.name,
+                "allowanceFor": requester.binding,
             }
         },
     }
@@ -273,12 +273,12 @@ class Approvals:
             return None
         exposed = server.naming.name_out(tool)
         timeout_s = (server.cfg.mcpx.approveTimeoutMs or self.config.approveTimeoutMs) / 1000
-        caller = await caller_of(ctx)
+        requester = await requester_of(ctx)
         qid = opaque_id(12)
         answer = await self.asker.ask_operator(
             ctx,
             server.key,
-            question_params(caller, exposed, server.key, params.get("arguments") or {}),
+            question_params(requester, exposed, server.key, params.get("arguments") or {}),
             timeout_s,
             qid,
             routing.approval_gate(gate),
@@ -289,7 +289,7 @@ class Approvals:
         content = _content(answer)
         # Only where the form offered it: a form cannot be answered outside its own choices, and a
         # caller with nothing to bind to is allowed this once, whatever the answer says.
-        if denied is None and content.get("decision") == ALLOW_FOR_HOST and caller.binding is not None:
+        if denied is None and content.get("decision") == ALLOW_FOR_HOST and requester.binding is not None:
             minutes = content["minutes"] if isinstance(content.get("minutes"), int) else 60
             until = int(self.clock() * 1000) + minutes * 60_000
             self._allowances[f"{connection}\0{server.key}\0{tool}"] = Allowance(

@@ -117,9 +117,9 @@ LONG_ARGUMENTS = {
 
 
 def _approval(qid: str, cid: str, task: str, age_s: int) -> dict[str, Any]:
-    from mcpx.host.approvals import Caller, question_params
+    from mcpx.host.approvals import Requester, question_params
 
-    params = question_params(Caller("agent in ~/src/api", "this 2025 session"), "fx__run", "fx", LONG_ARGUMENTS)
+    params = question_params(Requester("agent in ~/src/api", "this 2025 session"), "fx__run", "fx", LONG_ARGUMENTS)
     q = _question(qid, cid, task, params["message"], age_s, params["requestedSchema"])
     return {**q, "upstream": "fx", "params": params, "why": "waiting for an operator: approval gate `*__run`"}
 

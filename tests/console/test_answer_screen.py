@@ -293,10 +293,10 @@ async def test_upstream_text_is_not_markup() -> None:
 
 async def test_an_approval_is_mcpx_asking_and_shows_every_argument_whole() -> None:
     """#37 item 5, #39 item 6: the gate is mcpx's, and nothing of what is approved is hidden."""
-    from mcpx.host.approvals import Caller, question_params
+    from mcpx.host.approvals import Requester, question_params
 
     args = {"a_padding": "x" * 5000, "command": "rm -rf / --no-preserve-root"}
-    params = question_params(Caller("agent in ~/src", None), "fx__run", "fx", args)
+    params = question_params(Requester("agent in ~/src", None), "fx__run", "fx", args)
     app = Host({**question("elicitation", params), "upstream": "fx"})
     async with app.run_test(size=(120, 40)) as pilot:
         assert text_of(pilot, "#title") == "mcpx asks: may agent in ~/src run fx__run?"

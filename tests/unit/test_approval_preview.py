@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 
-from mcpx.host.approvals import MAX_ARGUMENTS_SHOWN, Caller, preview, question_params
+from mcpx.host.approvals import MAX_ARGUMENTS_SHOWN, Requester, preview, question_params
 
 
 def test_short_arguments_are_shown_whole() -> None:
@@ -35,7 +35,7 @@ def test_arguments_that_do_not_fit_are_named_as_left_out() -> None:
 
 def test_the_question_carries_the_arguments_whole_and_names_mcpx_as_asking() -> None:
     args = {"a_padding": "x" * 5000, "command": "rm -rf /"}
-    params = question_params(Caller("agent in ~/src", None), "fx__run", "fx", args)
+    params = question_params(Requester("agent in ~/src", None), "fx__run", "fx", args)
     assert params["_meta"]["io.mcpx/approval"]["arguments"] == args
     assert params["message"].startswith("mcpx asks: may agent in ~/src run fx__run (on fx)? Arguments: {")
     assert [c["const"] for c in params["requestedSchema"]["properties"]["decision"]["oneOf"]] == ["allow", "deny"]
