@@ -1,8 +1,8 @@
 """Questions a crash leaves open (#37 item 6): closed as `abandoned` when the daemon starts again.
 
 A question lives with the daemon that asked it: its asker waits in memory, so after a SIGKILL
-nothing waits for its answer. (A call that carries on after the restart, on a kept stdio server or
-as an upstream task, asks again as a new question.) At the next start the row is closed with a
+nothing waits for its answer, and nothing takes the row up again (a call that carries on after the
+restart is handled afresh: what its server asks again is new). At the next start the row is closed with a
 `question.abandoned` event; answering it is refused (409) instead of "answered" with nothing
 behind it, and the audit log records no approval. On a shared store a daemon closes only what its
 own previous run, or a daemon whose work it took over, left: another live daemon's question stays.

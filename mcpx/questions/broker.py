@@ -40,7 +40,7 @@ log = logging.getLogger("mcpx.broker")
 DEFAULT_EXPIRY_S = 600.0
 ABANDONED = (
     "the mcpx daemon that asked it ended without closing it (killed or crashed), so nothing waits for"
-    " its answer; a call that carried on after the restart asks again, as a new question"
+    " its answer any more"
 )
 ABANDON_BATCH = 1000  # open rows read at a time when closing orphans
 HostAsk = Callable[[Question], Awaitable[dict[str, Any]]]
