@@ -110,6 +110,9 @@ class QuestionForm(Vertical):
             yield Static(str(self.question["why"]), id="why", markup=False)
         if spec.message:
             yield Static(spec.message, id="message", markup=False)
+        if spec.arguments is not None:  # whole, in a box that scrolls: what is approved is all seen
+            yield Label(spec.arguments_note, id="arguments-note", classes="label", markup=False)
+            yield TextArea(spec.arguments, read_only=True, soft_wrap=True, id="arguments")
         yield Static(spec.problem or "", id="top-error", classes="error", markup=False)
         yield Static("", id="done", markup=False)
         for fs in spec.fields:

@@ -219,7 +219,9 @@ class ConsoleApp(ViewsApp):
         if pending.new_questions:
             q = self.state.questions.get(pending.new_questions[-1])
             if q is not None and self.toasts:
-                self.notify(f"{q.upstream} asks: {q.message}", title="needs input", timeout=6)
+                approval = forms.approval_of(q.wire.get("params") or {})  # mcpx asks, not the server
+                said = forms.form_spec(q.wire).title if approval is not None else f"{q.upstream} asks: {q.message}"
+                self.notify(said, title="needs input", timeout=6)
             if q is not None and self.bell_on_question:
                 self.bell()
         if self._detail_for is not None and (pending.reset or self._detail_for in pending.tasks):

@@ -11,6 +11,9 @@ exactly what the daemon would. Widget rules:
 - Field ids for widgets (``FieldSpec.key``) are the field names when those are valid Textual ids,
   else a sanitized name with the field's position appended.
 - Sampling, roots and unknown kinds are answered with a result object typed as JSON.
+- An approval (mcpx's own gate, ``params._meta["io.mcpx/approval"]``) is headed as mcpx asking,
+  never the server, and carries its arguments whole (``FormSpec.arguments``), never the message's
+  shortened preview.
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ _FORMAT_HINTS = {
     "date-time": "YYYY-MM-DDThh:mm:ssZ",
 }
 _ID = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*")
+APPROVAL_META = "io.mcpx/approval"  # an approval gate's question: what is to be approved (docs/approvals.md)
 _TEMPLATES: dict[str, dict[str, Any]] = {
     "sampling": {"role": "assistant", "model": "operator", "content": {"type": "text", "text": ""}},
     "roots": {"roots": []},
@@ -81,6 +85,13 @@ class FormSpec:
     problem: str | None = None  # why a form elicitation cannot be answered with accept
     url: str | None = None  # a URL elicitation's address
     result_template: str | None = None  # JSON to start a sampling/roots/other answer from
+    arguments: str | None = None  # an approval's arguments, whole, as indented JSON
+
+    @property
+    def arguments_note(self) -> str:
+        """How much there is to read: said, so a box that scrolls is never taken for all of it."""
+        text = self.arguments or ""
+        return f"Arguments: all {len(text):,} characters, {text.count(chr(10)) + 1:,} lines (the box scrolls)"
 
     @property
     def wants_json(self) -> bool:
@@ -190,7 +201,26 @@ def form_spec(question: Mapping[str, Any]) -> FormSpec:
         return replace(base, problem=f"this form cannot be shown: {exc}; decline or cancel it")
     taken: set[str] = set()
     fields = tuple(_field_spec(f, i, taken) for i, f in enumerate(form.fields))
+    approval = approval_of(params)
+    if approval is not None:
+        host, tool = approval.get("host") or "a host", approval.get("tool") or "a tool"
+        return replace(
+            base,
+            title=f"mcpx asks: may {host} run {tool}?",
+            message=f"{tool} is a tool of {upstream}; the call waits until you answer.",
+            warning=f"mcpx's own approval gate: {upstream} is not asking, and the host cannot answer for itself",
+            form=form,
+            fields=fields,
+            arguments=json.dumps(approval.get("arguments"), ensure_ascii=False, sort_keys=True, indent=2),
+        )
     return replace(base, title=form.title or base.title, form=form, fields=fields)
+
+
+def approval_of(params: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """What an approval gate's question is about (tool, upstream, host, arguments), or None."""
+    meta = params.get("_meta")
+    approval = meta.get(APPROVAL_META) if isinstance(meta, Mapping) else None
+    return approval if isinstance(approval, Mapping) else None
 
 
 def collect(spec: FormSpec, raw: Mapping[str, RawValue]) -> tuple[dict[str, Any], dict[str, str]]:

@@ -64,7 +64,7 @@ CLOSED_KEPT = 1000
 
 def closed_why(kind: str, by: object, data: Mapping[str, Any]) -> str:
     """What an open form of a question closed elsewhere says: who answered it, or why it closed."""
-    if kind == "question.expired":
+    if kind in ("question.expired", "question.abandoned"):
         return f"closed: {data.get('reason') or 'expired'}"
     who = str(by or "someone")
     if who.startswith("operator:"):
@@ -298,7 +298,7 @@ class ConsoleState:
             ch.questions.add(q.id)
             ch.new_questions.append(q.id)
             self._touch(ch, q)
-        elif kind in ("question.answered", "question.expired") and qid in self.questions:
+        elif kind.startswith("question.") and kind != "question.opened" and qid in self.questions:  # closed
             closed = self._close(qid)
             assert closed is not None
             self.closed_why[qid] = closed_why(kind, ev.get("by"), data)

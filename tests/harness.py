@@ -559,7 +559,7 @@ class Api:
 
     def history(self, limit: int = 500) -> list[dict[str, Any]]:
         """Every stored question, newest first."""
-        params = {"status": ["open", "answered", "expired"], "limit": limit}
+        params = {"status": ["open", "answered", "expired", "abandoned"], "limit": limit}
         return self.get("/v1/questions", params=params).json()["questions"]
 
     def answer(self, qid: str, action: str = "accept", by: str = "tester", **body: Any) -> httpx.Response:

@@ -8,6 +8,7 @@ form is refused, an approval is denied through its link, and a closed question i
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import sys
@@ -19,6 +20,8 @@ from typing import Any
 import httpx
 import pytest
 from harness import ROOT, Api, RawHost, operator_attached, stdio_server, wait_until
+
+from mcpx.connections import naming
 
 SERVER = ROOT / "tests" / "conformance" / "server.py"
 CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
@@ -115,6 +118,53 @@ def test_a_browser_answers_through_the_link_and_the_link_is_then_used(
         feed.close()
 
 
+@pytest.mark.browser
+def test_an_approval_with_long_arguments_shows_them_all_and_deny_says_what_the_host_was_told(
+    start_daemon: Any, tmp_path: Path, raw_host: Any, browser: Any
+) -> None:
+    """#37 item 5: the approver sees every argument (the value after a long padding too), in a box
+    that scrolls; #39 item 6: mcpx asks, and after Deny the page says what the host was told."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    d = start_daemon(_config(tmp_path))
+    host = raw_host(d.url)
+    host.initialize()
+    args = {"a_padding": "pad " * 1500, "text": "rm -rf / --no-preserve-root"}
+    with Api(d) as api:
+        box = _call_aside(d, host, "fx__echo", args)
+        [q] = wait_until(api.open_questions, 20, "the approval")
+        assert "--no-preserve-root" in q["params"]["message"]  # the preview keeps every argument in view
+        url = _link(api, q["id"])
+        shots = SHOTS or tmp_path
+        browser.set_window_size(390, 844)  # a phone
+        browser.get(url)
+        me = naming.process_label(os.getpid())
+        assert browser.find_element(By.TAG_NAME, "h1").text == f"mcpx asks: may {me} run fx__echo?"
+        shown = browser.find_element(By.ID, "arguments")
+        whole = json.dumps(args, ensure_ascii=False, sort_keys=True, indent=2)
+        assert shown.get_attribute("textContent") == whole
+        assert f"all {len(whole):,} characters" in browser.find_element(By.CSS_SELECTOR, ".lbl").text
+        fits = "return [arguments[0].scrollHeight, arguments[0].clientHeight, arguments[0].scrollWidth,"
+        fits += " arguments[0].clientWidth, getComputedStyle(arguments[0]).overflowY]"
+        tall, high, wide, width, overflow = browser.execute_script(fits, shown)
+        assert tall > high and overflow == "auto", (tall, high, overflow)  # it scrolls: nothing is cut off
+        assert wide <= width  # lines wrap at phone width: nothing runs off to the side
+        browser.save_screenshot(str(shots / "answer-page-approval-phone.png"))
+        browser.execute_script("arguments[0].scrollTop = arguments[0].scrollHeight", shown)
+        assert "--no-preserve-root" in shown.text  # scrolled to the end: the dangerous value is on screen
+        browser.find_element(By.ID, "f-reason").send_keys("not today")
+        browser.find_element(By.ID, "f-by").send_keys("bob")
+        browser.find_element(By.CSS_SELECTOR, "button[value=deny]").click()
+        WebDriverWait(browser, 10).until(lambda b: "Denied." in b.page_source, "the page after Deny")
+        told = "mcpx: the call to fx__echo was denied by operator bob@link: not today"
+        assert browser.find_element(By.TAG_NAME, "h1").text == "Denied"
+        assert browser.find_element(By.CSS_SELECTOR, ".msg").text == f"Denied. The host was told: “{told}”"
+        browser.save_screenshot(str(shots / "answer-page-denied-phone.png"))
+        box["thread"].join(15)
+        assert box["frame"]["result"]["content"][0]["text"] == told
+
+
 def _csrf(page: str) -> str:
     found = re.search(r'name="csrf" value="([0-9a-f]+)"', page)
     assert found, page
@@ -143,7 +193,9 @@ def test_an_approval_is_denied_through_its_link_and_forged_forms_are_refused(
         nameless = web.post(url, data={**form, "by": ""})
         assert nameless.status_code == 422 and "your name is required" in nameless.text
         done = web.post(url, data=form)
-        assert done.status_code == 200 and "Thank you" in done.text
+        # What happened, in the operator's terms (#39 item 6): not "Your answer (accept) went to fx".
+        told = "mcpx: the call to fx__echo was denied by operator bob@link: no &lt;b&gt;way&lt;/b&gt;"
+        assert done.status_code == 200 and f"Denied. The host was told: “{told}”" in done.text, done.text
         box["thread"].join(15)
         result = box["frame"]["result"]
         assert result["isError"] is True
@@ -169,6 +221,16 @@ def test_an_approval_is_denied_through_its_link_and_forged_forms_are_refused(
             assert "action=decline" in asking["frame"]["result"]["content"][0]["text"]
         finally:
             feed.close()
+        # Allowed through its link: the page says the call runs now, naming the caller (#39 item 6).
+        allowed = _call_aside(d, host, "fx__echo", {"text": "ls -l"})
+        [q4] = wait_until(api.open_questions, 20, "the approval to allow")
+        url4 = _link(api, q4["id"])
+        page4 = web.get(url4)
+        yes = web.post(url4, data={"csrf": _csrf(page4.text), "by": "bob", "decision": "allow"})
+        me = naming.process_label(os.getpid())
+        assert yes.status_code == 200 and f"Allowed once. {me}&#x27;s call to fx__echo runs now." in yes.text, yes.text
+        allowed["thread"].join(15)
+        assert allowed["frame"]["result"]["content"][0]["text"] == "ls -l"
         # A question answered elsewhere: its link says by whom.
         other = _call_aside(d, host, "fx__echo", {"text": "ls"})
         [q2] = wait_until(api.open_questions, 20, "the second approval")

@@ -14,6 +14,8 @@ from typing import Any
 
 from harness import ROOT, UNIT, Api, RawHost, read_jsonl, stdio_server, wait_until
 
+from mcpx.connections import naming
+
 
 def _config(tmp: Path, **top: Any) -> dict[str, Any]:
     return {"mcpServers": {"fx": stdio_server(tmp, approve=["echo"])}, **top}
@@ -68,7 +70,10 @@ def test_a_gated_call_waits_runs_once_allowed_and_the_audit_names_the_approver(
         box = _echo_aside(d, host, "ship it")
         q = _approval(api)
         assert q["hostCanAnswer"] is False and q["method"] == "elicitation/create"
-        assert "wants to call fx__echo" in q["params"]["message"] and '"ship it"' in q["params"]["message"]
+        # mcpx's own gate asks (#39 item 6), naming the host's process (this test's).
+        me = naming.process_label(os.getpid())
+        assert q["params"]["message"] == f'mcpx asks: may {me} run fx__echo (on fx)? Arguments: {{"text": "ship it"}}'
+
         time.sleep(0.3)
         assert _echoes_upstream(tmp_path) == []  # waiting: not run yet
         row = api.get(f"/v1/tasks/{q['taskId']}").json()
@@ -115,6 +120,7 @@ def test_an_allowance_lets_that_host_through_unasked_and_not_another(
     with Api(d) as api:
         box = _echo_aside(d, a, "one")
         q = _approval(api)
+        assert q["params"]["_meta"]["io.mcpx/approval"]["allowanceFor"] == "this 2025 session"  # what it covers
         content = {"decision": "allow-for-host", "minutes": 5}
         assert api.answer(q["id"], "accept", by="olga", content=content).status_code == 200
         box["thread"].join(10)

@@ -4,6 +4,7 @@ and what was typed in, to text. Every value shown is escaped."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from html import escape
 from typing import Any
@@ -18,7 +19,7 @@ main{max-width:40rem;margin:0 auto;padding:1rem}
 h1{font-size:1.25rem;margin:.5rem 0 1rem}
 .card{background:#fff;border-radius:.6rem;padding:1rem;box-shadow:0 1px 3px #0002}
 .msg{white-space:pre-wrap;word-break:break-word;margin:0 0 1rem}
-label{display:block;font-weight:600;margin:.8rem 0 .3rem}
+label,.lbl{display:block;font-weight:600;margin:.8rem 0 .3rem}
 .hint{font-weight:400;color:#555;font-size:.9rem}
 input[type=text],input[type=number],input[type=email],input[type=url],input[type=date],select,textarea
 {width:100%;box-sizing:border-box;font:inherit;padding:.55rem;border:1px solid #bbb;border-radius:.4rem}
@@ -28,6 +29,8 @@ input[type=text],input[type=number],input[type=email],input[type=url],input[type
 button{font:inherit;padding:.7rem 1.2rem;border-radius:.4rem;border:0;flex:1 1 8rem;cursor:pointer}
 .yes{background:#1a7f37;color:#fff}.no{background:#cf222e;color:#fff}.other{background:#ddd}
 .meta{color:#555;font-size:.85rem;margin-top:1rem}
+.args{white-space:pre-wrap;word-break:break-all;max-height:50vh;overflow:auto;margin:0 0 .5rem;padding:.6rem;
+background:#f3f4f6;border:1px solid #ddd;border-radius:.4rem;font:13px/1.4 ui-monospace,monospace}
 """
 
 
@@ -92,6 +95,30 @@ def _field(f: Field, value: str, errors: Mapping[str, str]) -> str:
     )
 
 
+def approval_of(params: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """What an approval gate's question is about (tool, upstream, host, arguments), or None."""
+    meta = params.get("_meta")
+    approval = meta.get(APPROVAL_META) if isinstance(meta, Mapping) else None
+    return approval if isinstance(approval, Mapping) else None
+
+
+def approval_title(approval: Mapping[str, Any]) -> str:
+    """The gate is mcpx's own: the server is not the one asking."""
+    return f"mcpx asks: may {approval.get('host') or 'a host'} run {approval.get('tool') or 'a tool'}?"
+
+
+def _arguments(approval: Mapping[str, Any]) -> str:
+    """Every argument, whole: in a box that scrolls, never cut."""
+    text = json.dumps(approval.get("arguments"), ensure_ascii=False, sort_keys=True, indent=2)
+    lines = text.count("\n") + 1
+    return (
+        f'<p class="hint">on {escape(str(approval.get("upstream")))} · the call waits until you answer</p>'
+        f'<p class="lbl">Arguments <span class="hint">(all {len(text):,} characters, {lines:,} lines;'
+        " the box scrolls)</span></p>"
+        f'<pre class="args" id="arguments" tabindex="0">{escape(text)}</pre>'
+    )
+
+
 def question_page(
     question: dict[str, Any],
     form: Form,
@@ -101,16 +128,19 @@ def question_page(
     values: Mapping[str, str] | None = None,
     errors: Mapping[str, str] | None = None,
 ) -> str:
-    """The question and its form. An approval (mcpx's own question) gets Allow / Deny buttons and
-    a reason; any other form gets its fields and Accept / Decline."""
+    """The question and its form. An approval (mcpx's own question) shows its arguments whole and
+    gets Allow / Deny buttons and a reason; any other form gets its fields and Accept / Decline."""
     values = values or {}
     errors = errors or {}
     params = question.get("params") or {}
-    approval = APPROVAL_META in (params.get("_meta") or {})
-    body = f'<p class="msg">{escape(str(params.get("message") or "The server asks:"))}</p>'
+    approval = approval_of(params)
+    if approval is not None:
+        body = _arguments(approval)
+    else:
+        body = f'<p class="msg">{escape(str(params.get("message") or "The server asks:"))}</p>'
     body += f'<form method="post" action="{escape(action_url)}">'
     body += f'<input type="hidden" name="csrf" value="{escape(csrf)}">'
-    if approval:
+    if approval is not None:
         reason = form.field("reason")
         if reason is not None:
             body += _field(reason, values.get("reason", ""), errors)
@@ -129,7 +159,11 @@ def question_page(
         f'<input type="text" id="f-by" name="by" value="{escape(values.get("by", ""))}" maxlength="64" required>'
         f"{_error(errors, 'by')}{_error(errors, '')}"
         f'<div class="buttons">{buttons}</div></form>'
+    )
+    if approval is not None:
+        body += f'<p class="meta">mcpx approval gate · question {escape(str(question.get("id")))}</p>'
+        return _page(approval_title(approval), body)
+    body += (
         f'<p class="meta">From {escape(str(question.get("upstream")))} · question {escape(str(question.get("id")))}</p>'
     )
-    title = "Approve a tool call" if approval else "A question for you"
-    return _page(title, body)
+    return _page("A question for you", body)

@@ -11,11 +11,12 @@ from urllib.parse import parse_qs, urlsplit
 from starlette.requests import Request
 from starlette.responses import HTMLResponse
 
+from ..host.approvals import denied_text
 from ..protocol.errors import LimitReached
 from ..questions import elicitation
 from ..questions.answers import AnswerError
 from ..records.question import Question
-from .answer_html import APPROVAL_META, message_page, question_page
+from .answer_html import APPROVAL_META, approval_of, message_page, question_page
 from .answer_links import AnswerLinks
 from .operations import Conflict, NotFound, Operations, Unavailable
 
@@ -112,7 +113,7 @@ class AnswerPage:
         except (Unavailable, LimitReached) as exc:
             return _html(message_page("Not recorded", f"mcpx could not record the answer: {exc}. Try again."), 503)
         self.links.use(token)
-        return _html(message_page("Thank you", f"Your answer ({action}) went to {q.upstream}."))
+        return _html(_done(q, action, content, f"operator:{by}@link"))
 
     @staticmethod
     def _answer(
@@ -142,3 +143,17 @@ class AnswerPage:
         coerced, problems = elicitation.coerce(form, raw)
         errors.update(problems)
         return action, coerced
+
+
+def _done(q: Question, action: str, content: object, by: str) -> str:
+    """What happened, in the operator's terms: for an approval, what the host was told."""
+    approval = approval_of(q.params)
+    if approval is None:
+        return message_page("Thank you", f"Your answer ({action}) went to {q.upstream}.")
+    answer = {"action": action, "content": content}
+    told = denied_text(str(approval.get("tool")), answer, by, 0)
+    if told is not None:
+        return message_page("Denied", f"Denied. The host was told: “{told}”")
+    return message_page(
+        "Allowed", f"Allowed once. {approval.get('host') or 'The host'}'s call to {approval.get('tool')} runs now."
+    )

@@ -21,8 +21,8 @@ def add_routes(app: FastAPI, reload: Reload) -> None:
         response_model=models.ConfigReload,
         summary="Read the config file again and apply it (as SIGHUP does)",
         description="Added servers start; removed ones are unlisted at once and stop once their calls in flight"
-        " end; changed ones restart after the same drain; settings outside `mcpServers` that changed are listed"
-        " in `needsRestart` and ignored. A file that cannot be used is refused (`result: refused`, with `error`)"
+        " end; changed ones restart after the same drain; top-level `approve` and `approveTimeoutMs` apply at"
+        " once; other settings that changed are listed in `needsRestart` and ignored. A file that cannot be used is refused (`result: refused`, with `error`)"
         " and the running config keeps serving. Either way the answer is 200 and the reload is an event.",
     )
     async def reload_config(body: models.ReloadBody | None = None) -> dict[str, Any]:

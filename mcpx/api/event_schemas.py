@@ -103,6 +103,13 @@ class QuestionExpired(_Data):
     reason: str
 
 
+class QuestionAbandoned(_Data):
+    """Closed at a daemon's start: the daemon that asked it ended without closing it (killed,
+    crashed), so nothing waits for its answer; answering it is refused (409)."""
+
+    reason: str
+
+
 class ConfigReloaded(ReloadSource, ReloadChanges, _Data):
     """The config file was read again and applied: the servers it started, stopped and restarted."""
 
@@ -125,6 +132,7 @@ DATA: dict[EventKind, type[_Data]] = {
     "question.opened": QuestionOpened,
     "question.answered": QuestionAnswered,
     "question.expired": QuestionExpired,
+    "question.abandoned": QuestionAbandoned,
     "config.reloaded": ConfigReloaded,
     "config.refused": ConfigRefused,
 }

@@ -277,7 +277,7 @@ class Question(BaseModel):
     method: str
     upstream: str
     params: Json
-    status: Literal["open", "answered", "expired"]
+    status: Literal["open", "answered", "expired", "abandoned"]
     createdMs: int
     expiresMs: int
     taskId: str | None

@@ -24,7 +24,7 @@ def _api(args: argparse.Namespace) -> Api:
 
 
 def cmd_questions_ls(args: argparse.Namespace) -> int:
-    statuses = ["open", "answered", "expired"] if args.all else ["open"]
+    statuses = ["open", "answered", "expired", "abandoned"] if args.all else ["open"]
     with _api(args) as api:
         questions = api.get("/v1/questions", {"status": statuses, "limit": args.limit})["questions"]
     if args.json:

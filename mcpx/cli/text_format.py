@@ -156,6 +156,8 @@ def _essentials(event: Json) -> str:
         return f"answered {d.get('action')}"
     if kind == "question.expired":
         return f"closed unanswered: {d.get('reason')}"
+    if kind == "question.abandoned":
+        return f"abandoned, never answered: {d.get('reason')}"
     return clip(compact(d), 100)
 
 

@@ -166,7 +166,7 @@ def resolve_id(api: Api, kind: Literal["task", "question"], given: str, *, known
             raise
     params: dict[str, Any] = {"idPrefix": given, "limit": AMBIGUOUS_SHOWN + 1}
     if kind == "question":
-        params["status"] = ["open", "answered", "expired"]
+        params["status"] = ["open", "answered", "expired", "abandoned"]
     ids = [row["id"] for row in api.get(path, params)[f"{kind}s"]] if given else []
     if len(ids) == 1:
         return str(ids[0])

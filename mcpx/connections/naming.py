@@ -19,6 +19,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote, unquote
 
+import anyio
+
 LABEL_ENV = "MCPX_HOST_LABEL"
 LABEL_HEADER = "x-mcpx-host-label"  # an HTTP host's explicit name, as mcpx serve sends it too
 PROCESS_HEADER = "x-mcpx-host-process"  # mcpx serve: the process that started it
@@ -165,3 +167,16 @@ def peer_label(peer: str | None) -> str | None:
         return None
     pid = socket_owner(host, int(port))
     return process_label(pid) if pid is not None else None
+
+
+PEER_LOOKUP_S = 1.0  # a loopback host's process is looked up at most this long (/proc, off the loop)
+
+
+async def process_of(peer: str | None) -> str | None:
+    """An HTTP host's process, `python in ~/src/api`, when it is on loopback (Linux); else None:
+    the process holding the socket `peer` (address:port), looked up off the loop."""
+    if peer is None:
+        return None
+    with anyio.move_on_after(PEER_LOOKUP_S):
+        return await anyio.to_thread.run_sync(peer_label, peer, abandon_on_cancel=True)
+    return None

@@ -2,9 +2,9 @@
 
 Each reload reads the file with the same loader the daemon started with. A file that cannot be used
 (bad JSON, an unknown key, a bad value) is refused: the reason is logged, kept for `mcpx status`, and
-the running config keeps serving. A usable one is applied to the servers (config/diff.py says what
-changes, upstream/reconfigure.py does it); settings outside `mcpServers` that changed are named as
-needing a restart. Either way the reload is an event on the feed (`config.reloaded`, `config.refused`).
+the running config keeps serving. A usable one is applied (config/diff.py says what changes: the
+servers, which upstream/reconfigure.py restarts, and the live top-level settings); settings that
+only a restart applies are named as needing one. Either way the reload is an event on the feed (`config.reloaded`, `config.refused`).
 """
 
 from __future__ import annotations
@@ -101,7 +101,6 @@ class Reloader:
         for note in new.warnings:
             log.warning("%s", note)
         changes = diff_servers(self.servers, new.active_servers)
-        if changes.listing_changes:
-            await self.apply(changes, new)
+        await self.apply(changes, new)  # the servers that changed, and the live top-level settings
         self.servers = new.active_servers
         return ReloadOutcome(trigger, now_ms, str(self.path), changes, needs_restart(self.started_with, new))

@@ -30,6 +30,7 @@ from ..api.answer_page import AnswerPage
 from ..api.feed import FeedEndpoint
 from ..api.models import DaemonPhase
 from ..api.operations import Operations
+from ..config.diff import ServerChanges
 from ..config.model import CONFIG_SEARCH, Config
 from ..connections.registry import ConnectionRegistry
 from ..events.bus import EventBus
@@ -47,11 +48,12 @@ from ..host.subscriptions import Hub
 from ..notify.notifier import Notifier
 from ..protocol.errors import McpError
 from ..questions import routing
-from ..questions.broker import Broker
+from ..questions.broker import Broker, NotRecorded
 from ..records.connection_record import ConnectionRecord
+from ..records.question import Question
 from ..records.task import Task
 from ..store import Store, retention
-from ..store.base import BeforeCommit
+from ..store.base import BeforeCommit, Claim
 from ..store.postgres import PostgresStore
 from ..store.sqlite import SqliteStore
 from ..tasks.active import ActiveTasks
@@ -181,12 +183,13 @@ class Daemon:
             resume=carry_on.Resumer(self.pool),
             reclaim=carry_on.Reclaimer(self.pool),
             calls_keep_ms=tasks.ttlMs,
+            on_claimed=self._claimed,
         )
         self.instances = HostInstances()  # `scope: host` servers' processes, one per host connection
         # Reloading the config (SIGHUP, the file changing, POST /v1/config/reload) changes the servers;
         # a leaving server's calls may keep it up to tasks.ttlMs (no task outlives that).
         self.reconfigurer = Reconfigurer(self.pool, self.instances, self.hub.list_changed, config.tasks.ttlMs / 1000)
-        self.reloader = Reloader(config_path, config, self.reconfigurer.apply, store.append)
+        self.reloader = Reloader(config_path, config, self._apply_config, store.append)
         self.registry = ConnectionRegistry(
             store,
             config.connections.idleCloseS,
@@ -203,6 +206,7 @@ class Daemon:
             expiry_s=q.expiryMs / 1000,
             max_pending_per_task=q.maxPendingPerTask,
             max_bytes=q.maxBytes,
+            instance=self.instance,
         )
         self.dispatcher = Dispatcher(config, self.pool, self.hub, self.engine, self.broker, self.instances)
         self.router = HostRouter(
@@ -249,8 +253,28 @@ class Daemon:
     def _idle_closed(self, record: ConnectionRecord) -> None:
         self.http_hosts.forget_idle(record)
 
+    async def _apply_config(self, changes: ServerChanges, new: Config) -> None:
+        """A reload's config: the top-level approval gates at once (config/diff.py LIVE), then the
+        servers that changed."""
+        self.dispatcher.calls.approvals.config = new
+        if changes.listing_changes:
+            await self.reconfigurer.apply(changes, new)
+
     def _lease_ended(self, instance: str) -> None:
         self.engine.lease_ended(instance)
+
+    async def _claimed(self, claims: list[Claim]) -> None:
+        """Tasks this daemon now answers for: the questions their previous daemon left open (it
+        was killed or crashed) have nobody waiting for them, and are closed as abandoned."""
+        tasks = {c.task.id for c in claims}
+        gone = {c.lost for c in claims if c.lost is not None}
+        await self._abandon(lambda q: q.task_id in tasks or (q.task_id is None and q.instance in gone))
+
+    async def _abandon(self, orphaned: Callable[[Question], bool]) -> None:
+        try:
+            await self.broker.abandon(orphaned)
+        except NotRecorded as exc:  # they stay open; answering one still reaches no call
+            log.error("questions left open by a stopped daemon could not be closed: %s", exc.reason)
 
     def _forwarded(self, action: str, task_id: str) -> None:
         """Another daemon sharing the store acted on a task this one runs (ids only; rows say the rest)."""
@@ -436,6 +460,10 @@ class Daemon:
                 await tg.start(self.metrics.tap, self.bus)  # likewise: counts tasks and questions
                 self.router.run_under(tg)
                 await self.engine.start(tg)
+                # Before anyone can answer: what the previous run left open waits for nobody now
+                # (on a shared store, only this instance's own; _claimed takes its tasks').
+                shared, me = self.engine.shares_store, self.instance
+                await self._abandon(lambda q: not shared or (q.task_id is None and q.instance == me))
                 tg.start_soon(self.dispatcher.calls.plain.sweep)  # lists hosts' long plain calls
                 tg.start_soon(retention.sweep_forever, self.engine.store, int(self.config.store.keepClosedS * 1000))
                 if self.engine.shares_store:  # hosts here hear of changes other daemons make

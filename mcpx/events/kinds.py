@@ -19,7 +19,10 @@ EventKind = Literal[
     "question.opened",
     "question.answered",
     "question.expired",
+    "question.abandoned",
     "config.reloaded",
     "config.refused",
 ]
 EVENT_KINDS: tuple[EventKind, ...] = get_args(EventKind)
+# The kinds that close a question, however it ended.
+QUESTION_CLOSED: tuple[EventKind, ...] = ("question.answered", "question.expired", "question.abandoned")

@@ -6,6 +6,12 @@ this host for a while, deny with a reason); the host is never asked to approve i
 deny, or no answer within `approveTimeoutMs`, ends the call with an isError result that says who
 denied it or that the time ran out, which a model can read and act on. The question's answer, with
 the operator's name, is the audit record. Allowances live in memory: a restart forgets them.
+
+An allowance is bound to an identity no other process can claim: a 2025 session (its id is a
+secret), a `mcpx serve` connection (one process), or an `auth` principal. A stateless 2026 host
+without `auth` is known only by what it says about itself (`clientInfo`, a label) and its address,
+which any local process can say too: it is offered "allow once" alone. The prompt names the process
+that sent this very request, looked up when the question is asked.
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..config.model import Config
+from ..connections import naming
 from ..protocol import request_state
 from ..protocol.ids import opaque_id
 from ..questions import routing
@@ -28,7 +35,8 @@ from .connection import RequestContext
 
 META_KEY = "io.mcpx/approval"  # in the question's params: what is being approved, for UIs
 ALLOW, ALLOW_FOR_HOST, DENY = "allow", "allow-for-host", "deny"
-MAX_ARGUMENTS_SHOWN = 2000  # characters of the arguments in the question's message
+MAX_ARGUMENTS_SHOWN = 2000  # characters of the arguments' preview in the question's message
+PREVIEW_NAMES = 5  # argument names listed in a shortened preview's note
 
 
 @dataclass(frozen=True)
@@ -66,37 +74,108 @@ def gated(patterns: Iterable[str], names: Iterable[str]) -> bool:
     return any(fnmatch.fnmatchcase(name, pattern) for pattern in patterns for name in names)
 
 
-def question_params(host: str, exposed: str, upstream: str, arguments: object) -> dict[str, Any]:
-    """The operator's form: what is asked, and the three answers."""
-    shown = json.dumps(arguments, ensure_ascii=False, sort_keys=True)
-    if len(shown) > MAX_ARGUMENTS_SHOWN:
-        shown = shown[:MAX_ARGUMENTS_SHOWN] + " …"
+@dataclass(frozen=True)
+class Requester:
+    """Who asks to run a gated call, as the operator is shown it, and what an allowance for this
+    host would be bound to (None: nothing another process could not claim, so none is offered)."""
+
+    name: str
+    binding: str | None
+
+
+async def requester_of(ctx: RequestContext) -> Requester:
+    """Who sent this very request. A stateless 2026 host is looked up by the process behind
+    this request's socket (another process with the same `clientInfo` is another caller)."""
+    conn = ctx.conn
+    told = " ".join(str(v) for v in conn.client_info.values() if isinstance(v, str))
+    if conn.transport == "stdio":
+        pid = f" (pid {conn.shim_pid})" if conn.shim_pid else ""
+        return Requester(conn.label or told or f"connection {conn.record_id}", f"this `mcpx serve` connection{pid}")
+    if conn.era == "legacy":
+        return Requester(conn.label or told or f"connection {conn.record_id}", "this 2025 session")
+    process = await naming.process_of(ctx.peer)
+    name = naming.shown_label(conn.given_label, process, conn.client_info) or (
+        f"{told or 'a 2026 host'} from {conn.peer or 'an unknown address'}"
+    )
+    return Requester(name, f"principal {conn.principal}" if conn.principal else None)
+
+
+def preview(arguments: object, limit: int = MAX_ARGUMENTS_SHOWN) -> str:
+    """The arguments as one line of JSON for the question's message: whole when short; otherwise
+    every argument with its value cut to a fair share (so one long value cannot push the others
+    out of view) and a note saying it is shortened, where, and that the full arguments are in
+    the approval's `_meta` (the console and the answer page show them whole). Pure."""
+    full = json.dumps(arguments, ensure_ascii=False, sort_keys=True)
+    if len(full) <= limit:
+        return full
+    whole = "the console and the answer page show every argument in full"
+    if not isinstance(arguments, dict):
+        return f"{full[:limit]}… [shortened to the first {limit:,} of {len(full):,} characters; {whole}]"
+    share = max(limit // (2 * len(arguments)), 40)  # half the room for values, the rest for names
+    pieces: list[str] = []
+    cut: list[str] = []
+    left_out: list[str] = []
+    used = 0
+    for key in sorted(arguments):
+        value = json.dumps(arguments[key], ensure_ascii=False, sort_keys=True)
+        if len(value) > share:
+            cut.append(key)
+            value = f"{value[:share]}…"
+        piece = f"{json.dumps(key, ensure_ascii=False)[: share + 2]}: {value}"
+        if used + len(piece) > limit:
+            left_out.append(key)
+            continue
+        pieces.append(piece)
+        used += len(piece) + 2
+    note = [f"shortened to {used:,} of {len(full):,} characters"]
+    if cut:
+        note.append(f"cut: {_names(cut)}")
+    if left_out:
+        note.append(f"left out: {_names(left_out)}")
+    note.append(whole)
+    return "{" + ", ".join(pieces) + (", …" if left_out else "") + "} [" + "; ".join(note) + "]"
+
+
+def _names(keys: list[str]) -> str:
+    shown = ", ".join(json.dumps(k[:40], ensure_ascii=False) for k in keys[:PREVIEW_NAMES])
+    more = len(keys) - PREVIEW_NAMES
+    return shown + (f" and {more:,} more" if more > 0 else "")
+
+
+def question_params(requester: Requester, exposed: str, upstream: str, arguments: object) -> dict[str, Any]:
+    """The operator's form: what is asked, and the answers this requester may be given."""
+    choices = [{"const": ALLOW, "title": "Allow once"}]
+    if requester.binding is not None:
+        choices.append({"const": ALLOW_FOR_HOST, "title": f"Allow this tool for {requester.binding} for a while"})
+    choices.append({"const": DENY, "title": "Deny"})
+    decision: dict[str, Any] = {"type": "string", "title": "Decision", "oneOf": choices}
+    properties: dict[str, Any] = {"decision": decision}
+    if requester.binding is None:
+        decision["description"] = (
+            "Allow once or deny: a stateless 2026 host without auth is known only by what any local"
+            " process could say, so no allowance can be bound to it"
+        )
+    else:
+        properties["minutes"] = {
+            "type": "integer",
+            "title": f"For how many minutes (allow for {requester.binding})",
+            "minimum": 1,
+            "maximum": 10080,
+            "default": 60,
+        }
+    properties["reason"] = {"type": "string", "title": "Reason (told to the host when denied)", "maxLength": 500}
     return {
-        "message": f"{host} wants to call {exposed} (on {upstream}) with {shown}. Allow it?",
-        "requestedSchema": {
-            "type": "object",
-            "properties": {
-                "decision": {
-                    "type": "string",
-                    "title": "Decision",
-                    "oneOf": [
-                        {"const": ALLOW, "title": "Allow once"},
-                        {"const": ALLOW_FOR_HOST, "title": "Allow this tool for this host for a while"},
-                        {"const": DENY, "title": "Deny"},
-                    ],
-                },
-                "minutes": {
-                    "type": "integer",
-                    "title": "For how many minutes (allow for this host)",
-                    "minimum": 1,
-                    "maximum": 10080,
-                    "default": 60,
-                },
-                "reason": {"type": "string", "title": "Reason (told to the host when denied)", "maxLength": 500},
-            },
-            "required": ["decision"],
+        "message": f"mcpx asks: may {requester.name} run {exposed} (on {upstream})? Arguments: {preview(arguments)}",
+        "requestedSchema": {"type": "object", "properties": properties, "required": ["decision"]},
+        "_meta": {
+            META_KEY: {
+                "tool": exposed,
+                "upstream": upstream,
+                "arguments": arguments,
+                "host": requester.name,
+                "allowanceFor": requester.binding,
+            }
         },
-        "_meta": {META_KEY: {"tool": exposed, "upstream": upstream, "arguments": arguments}},
     }
 
 
@@ -120,7 +199,7 @@ def _content(answer: dict[str, Any]) -> dict[str, Any]:
 
 class Approvals:
     def __init__(self, config: Config, asker: Asker, store: Store, *, clock: Callable[[], float] = time.time) -> None:
-        self.config = config
+        self.config = config  # the config in force: a reload replaces it (top-level `approve` is live)
         self.asker = asker
         self.store = store
         self.clock = clock
@@ -182,12 +261,12 @@ class Approvals:
             return None
         exposed = server.naming.name_out(tool)
         timeout_s = (server.cfg.mcpx.approveTimeoutMs or self.config.approveTimeoutMs) / 1000
-        host = ctx.conn.label or " ".join(str(v) for v in ctx.conn.client_info.values() if isinstance(v, str))
+        requester = await requester_of(ctx)
         qid = opaque_id(12)
         answer = await self.asker.ask_operator(
             ctx,
             server.key,
-            question_params(host or f"connection {connection}", exposed, server.key, params.get("arguments") or {}),
+            question_params(requester, exposed, server.key, params.get("arguments") or {}),
             timeout_s,
             qid,
             routing.approval_gate(gate),
@@ -196,7 +275,9 @@ class Approvals:
         answered_by = asked.answered_by if asked is not None else None
         denied = denied_text(exposed, answer, answered_by, timeout_s)
         content = _content(answer)
-        if denied is None and content.get("decision") == ALLOW_FOR_HOST:
+        # Only where the form offered it: a form cannot be answered outside its own choices, and a
+        # caller with nothing to bind to is allowed this once, whatever the answer says.
+        if denied is None and content.get("decision") == ALLOW_FOR_HOST and requester.binding is not None:
             minutes = content["minutes"] if isinstance(content.get("minutes"), int) else 60
             until = int(self.clock() * 1000) + minutes * 60_000
             self._allowances[f"{connection}\0{server.key}\0{tool}"] = Allowance(

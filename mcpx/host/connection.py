@@ -159,6 +159,9 @@ class RequestContext:
     plain: LiveCall | None = None  # a plain tools/call in flight, listed for operators if it runs long
     # A request `mcpx serve` sent again because a previous daemon never answered it (shim_wire.py).
     resumed: bool = False
+    # This request's socket address (HTTP): a stateless host's requests may come from several
+    # processes, and an approval names the one that sent this request (host/approvals.py).
+    peer: str | None = None
     # Tracing only (mcpx/telemetry/tracing.py; both stay None when it is off): the HTTP request's
     # headers, for a `traceparent` there, and this request's span once started.
     http_headers: dict[str, str] | None = None

@@ -63,7 +63,7 @@ class Dispatcher:
         self.pool = pool
         self.hub = hub
         self.engine = engine
-        self.eras = eras.build(config, pool, hub, engine, self.broker)
+        self.eras = eras.build(config, pool, hub, engine, self.broker, self._current)
         self.calls, self.legacy_tasks, self.modern_tasks = self.eras.calls, self.eras.legacy, self.eras.modern
         common: dict[str, Handler] = {
             "tools/list": self._tools_list,
@@ -206,6 +206,24 @@ class Dispatcher:
         if shared.cfg.mcpx.scope == "shared":
             return shared
         return await self.instances.for_host(shared, ctx.conn.record_id)
+
+    async def _current(
+        self, ctx: RequestContext, server: UpstreamServer, route: Route
+    ) -> tuple[UpstreamServer, Route] | str:
+        """Where a call routed to `server` goes now (it waited for an approval meanwhile): there,
+        unless a reload replaced it; then to the server now configured under its key, once that is
+        up and if it still offers the tool; else what the reload did."""
+        shared = self.pool.servers.get(server.key)
+        if shared is server or (shared is not None and server.instance is not None and shared.cfg is server.cfg):
+            return server, route  # the same entry (a host's own process shares its entry's config)
+        if shared is None:
+            return f"removed {server.key} from the config"
+        await shared.ready_session()  # the reloaded entry's process starts once the old one stopped
+        now = next((r for r in self.pool.catalogue() if r.server == server.key and r.name == route.name), None)
+        if now is None:
+            return f"left {server.key} without the tool {route.name}"
+        log.info("a call to %s waited for approval across a reload: it runs on %s as reloaded", route.name, server.key)
+        return await self._server(ctx, shared), now
 
     async def _tools_call(self, ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
         route = self.pool.resolve(params.get("name"))

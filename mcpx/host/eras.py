@@ -19,7 +19,7 @@ from .remote_changes import Announced
 from .subscriptions import Hub
 from .task_host import TaskHost
 from .task_streams import TaskStreams
-from .upstream_call import UpstreamCalls
+from .upstream_call import Current, UpstreamCalls
 
 
 @dataclass(frozen=True)
@@ -38,10 +38,13 @@ class Eras:
         await (self.modern if task.era == "modern" else self.legacy).announce(task)
 
 
-def build(config: Config, pool: UpstreamPool, hub: Hub, engine: TaskEngine, broker: Broker) -> Eras:
+def build(
+    config: Config, pool: UpstreamPool, hub: Hub, engine: TaskEngine, broker: Broker, current: Current | None = None
+) -> Eras:
     streams = TaskStreams(engine.frames)  # a 2025 task's streams: its questions (asking) and results (legacy)
     plain = PlainCalls(engine, show_after_ms=config.calls.showAfterMs, poll_ms=config.tasks.pollIntervalMs)
-    calls = UpstreamCalls(config, engine, Asker(engine, broker, streams), secrets.token_bytes(32), plain)
+    asker = Asker(engine, broker, streams)
+    calls = UpstreamCalls(config, engine, asker, secrets.token_bytes(32), plain, current=current)
     host = TaskHost(calls, engine, broker, hub, config.tasks)
     modern = ModernTasks(host)
     return Eras(calls, LegacyTasks(host, streams), modern, Listen(pool, hub, modern))

@@ -113,6 +113,7 @@ class ModernTasks:
                 ctx.meta,
                 None if taskable else ctx.log_level,
                 None if taskable else ctx.notify,
+                peer=ctx.peer,
             )
             detached.resumed = ctx.resumed  # (a resumed call may not become a second task: upstream_call.py)
             park = Park()

@@ -57,6 +57,9 @@ _RELAYED = frozenset({"notifications/progress", "notifications/message"})
 # operator sees the call's progress; the host is not sent what it did not ask for.
 WATCH_TOKEN = "mcpx-watch"
 Inline = Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]  # one upstream call, answered inline
+# Where a call goes now: the server configured under its server's key (and its route there) after a
+# reload replaced the one it was routed to, or what the reload did that leaves it nowhere to go.
+Current = Callable[[RequestContext, UpstreamServer, Route], Awaitable[tuple[UpstreamServer, Route] | str]]
 
 
 @dataclass(frozen=True)
@@ -135,8 +138,10 @@ class UpstreamCalls:
         state_key: bytes,
         plain: PlainCalls,
         approvals: Approvals | None = None,
+        current: Current | None = None,
     ) -> None:
         self.config = config
+        self.current = current  # after an approval wait: the server as a reload may have left it
         self.approvals = approvals or Approvals(config, asker, engine.store)  # approval gates (host/approvals.py)
         self.engine = engine
         self.plain = plain  # lists a host's plain calls that run long (tasks/plain_calls.py)
@@ -248,12 +253,51 @@ class UpstreamCalls:
         `current_run()`) goes to an upstream that offers tasks for this tool as an *upstream task*
         (`upstream_tasks`): its id is recorded on the run, and on the mcpx task row once there is
         one, so a restarted daemon resumes polling it. Every other call goes straight through."""
-        override = server.cfg.mcpx.tools.get(route.name)
-        timeout = (override.callTimeout if override and override.callTimeout else None) or server.cfg.mcpx.callTimeout
         run = current_run()
         if run is not None and not run.taskable:
             run = None  # a call that can never become an mcpx task has no task to hand a question to
         named = {**params, "name": route.name}
+
+        async def gated(named: dict[str, Any]) -> dict[str, Any]:
+            denied = await self.approvals.check(ctx, server, named, resumed)  # a plain call is listed inside
+            if denied is not None:
+                return _refused(denied, ctx)
+            now = await self._after_gate(ctx, server, route)
+            if isinstance(now, str):
+                return _refused(now, ctx)
+            return await self._run(ctx, named, now[1], now[0], run, raw_state=raw_state)
+
+        if run is None:
+            return await self._plain_call(ctx, named, server, gated)
+        return await gated(named)
+
+    async def _after_gate(
+        self, ctx: RequestContext, server: UpstreamServer, route: Route
+    ) -> tuple[UpstreamServer, Route] | str:
+        """Where a call goes once past its gate: the server it was routed to, or, when a reload
+        replaced that while the call waited for approval, the server configured under its key now
+        (once it is up); what the host is told when there is none, or it no longer offers the tool."""
+        if self.current is None:
+            return server, route
+        found = await self.current(ctx, server, route)
+        if not isinstance(found, str):
+            return found
+        exposed = server.naming.name_out(route.name)
+        return f"mcpx: the call to {exposed} was not run: while it waited for approval, a config reload {found}."
+
+    async def _run(
+        self,
+        ctx: RequestContext,
+        named: dict[str, Any],
+        route: Route,
+        server: UpstreamServer,
+        run: Run | None,
+        *,
+        raw_state: bool,
+    ) -> dict[str, Any]:
+        """The call itself, on `server`: as an upstream task it follows (see call_tool), or plain."""
+        override = server.cfg.mcpx.tools.get(route.name)
+        timeout = (override.callTimeout if override and override.callTimeout else None) or server.cfg.mcpx.callTimeout
         # An upstream that runs this tool only as a task: a host that holds no task is answered
         # inline, mcpx following the upstream task (docs/tasks.md TASK-03).
         must_follow = run is None and follow.required(route.item)
@@ -271,23 +315,9 @@ class UpstreamCalls:
             collected = await self._resumed(ctx, named, server, timeout, plain=run is None and not followed)
             if collected is not None:
                 return collected
-        if run is None:
-
-            async def inline(named: dict[str, Any]) -> dict[str, Any]:
-                denied = await self.approvals.check(ctx, server, named, resumed)  # inside: a gated call is listed
-                if denied is not None:
-                    return _refused(denied, ctx)
-                if followed and session is not None:
-                    return await self._followed(ctx, named, server, session, timeout, None)
-                return await self._inline_call(ctx, named, server, timeout, raw_state=raw_state)
-
-            return await self._plain_call(ctx, named, server, inline)
-        denied = await self.approvals.check(ctx, server, named, resumed)
-        if denied is not None:
-            return _refused(denied, ctx)
-        if not followed or session is None:
-            return await self._inline_call(ctx, named, server, timeout, raw_state=raw_state)
-        return await self._followed(ctx, named, server, session, timeout, run)
+        if followed and session is not None:
+            return await self._followed(ctx, named, server, session, timeout, run)
+        return await self._inline_call(ctx, named, server, timeout, raw_state=raw_state)
 
     async def _resumed(
         self, ctx: RequestContext, named: dict[str, Any], server: UpstreamServer, timeout: float | None, *, plain: bool

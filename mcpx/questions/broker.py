@@ -8,6 +8,9 @@ answer wins and later ones are refused. A question nobody can answer (the host l
 capability and no operator is attached, `questions.waitForOperator`) is answered at once the way
 a client without the capability would: with an error. At expiry an elicitation is answered
 `cancel`; anything else fails. A question whose call ends first closes with it.
+A question lives with the daemon that asked it (its asker waits in memory): one left open by a
+daemon that was killed or crashed has nobody waiting for its answer, and is closed as `abandoned`
+when a daemon starts, or takes that daemon's work over (`abandon`); answering it is refused.
 Every change is stored with its `question.*` event, and counts only once stored: answers to one
 question are written one at a time, so the first one the store records is the one the upstream
 gets; one it fails to record is refused (NotRecorded) and the question stays open for the next.
@@ -35,6 +38,11 @@ from .answers import operator_answer
 log = logging.getLogger("mcpx.broker")
 
 DEFAULT_EXPIRY_S = 600.0
+ABANDONED = (
+    "the mcpx daemon that asked it ended without closing it (killed or crashed), so nothing waits for"
+    " its answer any more"
+)
+ABANDON_BATCH = 1000  # open rows read at a time when closing orphans
 HostAsk = Callable[[Question], Awaitable[dict[str, Any]]]
 # Told when a question starts waiting for an operator (what the host should see meanwhile), and
 # with None once it no longer waits (answered, expired, or its call ended).
@@ -89,8 +97,11 @@ class Broker:
         expiry_s: float = DEFAULT_EXPIRY_S,
         max_pending_per_task: int = 16,
         max_bytes: int = 256 * 1024,
+        instance: str | None = None,
     ) -> None:
+        """`instance`: this daemon's id when daemons share the store, written on each question."""
         self.store = store
+        self.instance = instance
         self.max_pending_per_task = max_pending_per_task
         self.max_bytes = max_bytes  # the largest question (its params) and the largest answer, as JSON
         self.bus = bus or EventBus()
@@ -159,6 +170,7 @@ class Broker:
             host_can_answer=host_ask is not None,
             candidates=list(candidates or []),
             why=why,
+            instance=self.instance,
         )
         waiting = _Waiting(q)
         self._open[q.id] = waiting
@@ -314,7 +326,8 @@ class Broker:
             if stored is None:
                 raise UnknownQuestion(qid)
             if stored.status != "open" or stored.task_id is None:
-                raise NotOpen(f"question {qid} is already {stored.status}")
+                why = f" ({stored.reason})" if stored.status == "abandoned" and stored.reason else ""
+                raise NotOpen(f"question {qid} is already {stored.status}{why}: it takes no answer")
             return await self._answer_for_another_daemon(stored, action, content, result, by)
         out = operator_answer(waiting.question, action, content, result)
         if isinstance(out, tuple):
@@ -346,6 +359,25 @@ class Broker:
             raise NotOpen(f"question {q.id} was answered meanwhile")
         await self._tell_owner(q)
         return q
+
+    async def abandon(self, orphaned: Callable[[Question], bool], reason: str = ABANDONED) -> list[str]:
+        """Close as `abandoned` the stored open questions that no asker here waits for and that
+        `orphaned` picks (their daemon ended without closing them); their ids. A row answered
+        meanwhile (by the daemon that asked it, on a shared store) is left as it is."""
+        closed: list[str] = []
+        while True:
+            batch = await self.store.questions(frozenset({"open"}), limit=ABANDON_BATCH)
+            picked = [q for q in batch if q.id not in self._open and q.id not in closed and orphaned(q)]
+            for q in picked:
+                gone = replace(q, status="abandoned", closed_ms=_now_ms(), reason=reason)
+                event = Event("question.abandoned", {"reason": reason}, q.task_id, q.connection, q.id, by="mcpx")
+                if await self._write_closed(q, gone, event):
+                    closed.append(q.id)
+            if not picked or len(batch) < ABANDON_BATCH:
+                break
+        if closed:
+            log.warning("closed %d question(s) left open by a daemon that ended without closing them", len(closed))
+        return closed
 
     async def answer_elsewhere(self, qid: str, task_id: str, answer: object, by: str) -> bool:
         """A host's `tasks/update` answer to a key of its task that is asked on another daemon (the

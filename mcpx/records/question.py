@@ -12,7 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-QuestionStatus = Literal["open", "answered", "expired"]
+# abandoned: left open by a daemon that ended without closing it (killed, crashed); closed at the next start
+QuestionStatus = Literal["open", "answered", "expired", "abandoned"]
 QuestionKind = Literal["elicitation", "url-elicitation", "sampling", "roots", "other"]
 Action = Literal["accept", "decline", "cancel"]
 _KIND: dict[str, QuestionKind] = {
@@ -48,6 +49,9 @@ class Question:
     candidates: list[dict[str, Any]] = field(default_factory=list)
     # Who was asked and why, in one line (questions/routing.py words it where the route is chosen).
     why: str | None = None
+    # The daemon that asked it, when daemons share a store (its `store.instance`): after it is gone,
+    # its open questions are abandoned by whoever takes its work over. Stored, not shown.
+    instance: str | None = None
 
     @property
     def kind(self) -> QuestionKind:

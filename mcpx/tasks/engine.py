@@ -47,6 +47,7 @@ log = logging.getLogger("mcpx.tasks")
 
 Call = Callable[[Task], Awaitable[dict[str, Any]]]
 OnChange = Callable[[Task], Awaitable[None]]
+OnClaimed = Callable[[list[Claim]], Awaitable[None]]  # tasks this daemon now answers for (start, take-over)
 EXPIRY_EVERY_S = 1.0
 TRIM_EVERY = 60  # expiry sweeps between two trims of the events table
 CLOSE_GRACE_S = 2.0  # how long close() lets cancelled runs finish their clean-up
@@ -143,12 +144,15 @@ class TaskEngine:
         resume: CarryOn | None = None,
         reclaim: CarryOn | None = None,
         calls_keep_ms: int = 600_000,
+        on_claimed: OnClaimed | None = None,
     ) -> None:
         """`active` bounds running tasks (unbounded by default); `poll_floor_ms` slows polls of one
         task that come sooner (tasks/pacing.py); `lease_ms`, when daemons share the store, is the
         lease this one renews and after which it takes another's tasks over. `on_change` hears
         every change hosts are told of. After a restart or a take-over, `resume` follows a task's
-        upstream task again and `reclaim` collects a plain call's reply from a kept stdio server."""
+        upstream task again and `reclaim` collects a plain call's reply from a kept stdio server.
+        `on_claimed` hears the tasks settled (at start and at each take-over): the questions their
+        previous daemon left open have nobody waiting for them."""
         self.store = store
         self.frames = frames or FrameLog()
         self.events_cap = events_cap
@@ -156,6 +160,7 @@ class TaskEngine:
         self.on_change = on_change
         self.resume = resume
         self.reclaim = reclaim
+        self.on_claimed = on_claimed
         self.lease_ms = lease_ms
         self.calls_keep_ms = calls_keep_ms  # how long an ended plain call stays listed
         self._closing = anyio.Event()  # set by close(): upstream tasks are left running, to be resumed
@@ -220,6 +225,8 @@ class TaskEngine:
                 await self._save(task, moved, by="mcpx")
                 task = moved
             self._resume(task, how, follow)
+        if claims and self.on_claimed is not None:
+            await self.on_claimed(claims)
 
     async def _lease_loop(self, lease_ms: int) -> None:
         """Several daemons on one store: renew this one's lease, take over those that ran out."""

@@ -19,7 +19,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 from ..events.bus import EventBus, StoredEvent, Subscriber
-from ..events.kinds import EVENT_KINDS, EventKind
+from ..events.kinds import EVENT_KINDS, QUESTION_CLOSED, EventKind
 
 log = logging.getLogger("mcpx.metrics")
 
@@ -200,12 +200,12 @@ class Metrics:
             self.questions_opened.labels(str(data.get("method") or OTHER)).inc()
             self._opened_ms[e.question_id] = stored.ts_ms
             self.questions_open.set(len(self._opened_ms))
-        elif e.kind in ("question.answered", "question.expired") and e.question_id is not None:
+        elif e.kind in QUESTION_CLOSED and e.question_id is not None:
             if e.kind == "question.answered":
                 self.answers.labels(answered_by(e.by or data.get("by"))).inc()
             opened = self._opened_ms.pop(e.question_id, None)
             if opened is not None:
-                outcome = "answered" if e.kind == "question.answered" else "expired"
+                outcome = e.kind.removeprefix("question.")
                 self.question_wait.labels(outcome).observe(max(0, stored.ts_ms - opened) / 1000)
             self.questions_open.set(len(self._opened_ms))
 

@@ -2,7 +2,7 @@
 recorded feed by `ReplayBackend` instead of a daemon, with a frozen clock so ages render the same.
 
 Scenarios: empty, hosts (three hosts, tasks in every status, one closed host), queue, cancelled,
-reconnecting. `python tests/console/snapshot_app.py hosts` runs one for a look.
+reconnecting, approval (one approval with long arguments). `python tests/console/snapshot_app.py hosts` runs one for a look.
 """
 
 from __future__ import annotations
@@ -108,6 +108,22 @@ QUESTIONS = [
 ]  # fmt: skip
 
 
+# An approval whose arguments run long, padded before the value that matters (#37 item 5).
+LONG_ARGUMENTS = {
+    "a_padding": "pad " * 400,
+    "command": "rm -rf / --no-preserve-root",
+    "env": {"HOME": "/root", "PATH": "/usr/bin"},
+}
+
+
+def _approval(qid: str, cid: str, task: str, age_s: int) -> dict[str, Any]:
+    from mcpx.host.approvals import Requester, question_params
+
+    params = question_params(Requester("agent in ~/src/api", "this 2025 session"), "fx__run", "fx", LONG_ARGUMENTS)
+    q = _question(qid, cid, task, params["message"], age_s, params["requestedSchema"])
+    return {**q, "upstream": "fx", "params": params, "why": "waiting for an operator: approval gate `*__run`"}
+
+
 def snapshot(
     tasks: list[dict[str, Any]], questions: list[dict[str, Any]], conns: list[dict[str, Any]]
 ) -> dict[str, Any]:
@@ -199,6 +215,8 @@ def make_app(scenario: str, *, read_only: bool = False) -> ConsoleApp:
         backend = ReplayBackend([snapshot(tasks, QUESTIONS, CONNECTIONS)])
     elif scenario == "long":  # tool and upstream names longer than their columns
         backend = ReplayBackend([snapshot(LONG_NAMES, [], CONNECTIONS)])
+    elif scenario == "approval":
+        backend = ReplayBackend([snapshot(TASKS, [_approval("q-run", "c-ide", TASKS[0]["id"], 12)], CONNECTIONS)])
     elif scenario == "one-question":
         backend = ReplayBackend([snapshot(TASKS, QUESTIONS[2:], CONNECTIONS)])
     else:  # hosts, queue, form

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from textual.app import App
 from textual.pilot import Pilot
-from textual.widgets import Button, Checkbox, Input, RadioSet, Select, SelectionList, Static, TextArea
+from textual.widgets import Button, Checkbox, Input, RadioButton, RadioSet, Select, SelectionList, Static, TextArea
 
 from console.answer_screen import AnswerScreen
 from console.forms import Answer
@@ -289,3 +289,26 @@ async def test_upstream_text_is_not_markup() -> None:
     app = Host(question("elicitation", params))
     async with app.run_test(size=(120, 40)) as pilot:
         assert text_of(pilot, "#message") == "[bold]hi[/bold] [link=x]"
+
+
+async def test_an_approval_is_mcpx_asking_and_shows_every_argument_whole() -> None:
+    """#37 item 5, #39 item 6: the gate is mcpx's, and nothing of what is approved is hidden."""
+    from mcpx.host.approvals import Requester, question_params
+
+    args = {"a_padding": "x" * 5000, "command": "rm -rf / --no-preserve-root"}
+    params = question_params(Requester("agent in ~/src", None), "fx__run", "fx", args)
+    app = Host({**question("elicitation", params), "upstream": "fx"})
+    async with app.run_test(size=(120, 40)) as pilot:
+        assert text_of(pilot, "#title") == "mcpx asks: may agent in ~/src run fx__run?"
+        assert text_of(pilot, "#warning") == (
+            "mcpx's own approval gate: fx is not asking, and the host cannot answer for itself"
+        )
+        whole = json.dumps(args, ensure_ascii=False, sort_keys=True, indent=2)
+        box = app.screen.query_one("#arguments", TextArea)
+        assert box.text == whole and box.read_only and "rm -rf / --no-preserve-root" in box.text
+        note = str(app.screen.query_one("#arguments-note", Static).content)
+        assert note == f"Arguments: all {len(whole):,} characters, 4 lines (the box scrolls)"
+        # Allow once or deny: this caller (no binding) is offered no allowance.
+        radios = app.screen.query_one("#field-decision", RadioSet)
+        assert [str(b.label) for b in radios.query(RadioButton)] == ["Allow once", "Deny"]
+        assert not app.screen.query("#field-minutes")

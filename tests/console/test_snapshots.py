@@ -66,6 +66,18 @@ def test_a_question_form_with_a_validation_error(snap_compare: Any) -> None:
     assert snap_compare(make_app("form"), terminal_size=SIZE, run_before=answer_badly)
 
 
+def test_an_approval_is_mcpx_asking_with_every_argument_in_a_box_that_scrolls(snap_compare: Any) -> None:
+    """#37 item 5 and #39 item 6: headed as mcpx's question, the arguments whole and their size said."""
+
+    async def open_approval(pilot: Pilot[None]) -> None:
+        await settle(pilot)
+        await pilot.press("a", "enter")
+        await until(pilot, lambda: pilot.app.screen.query("#arguments"), "the approval's form")
+        await pilot.pause()
+
+    assert snap_compare(make_app("approval"), terminal_size=SIZE, run_before=open_approval)
+
+
 def test_after_a_cancel(snap_compare: Any) -> None:
     async def cancel_first(pilot: Pilot[None]) -> None:
         await settle(pilot)

@@ -62,10 +62,11 @@ def test_the_page_escapes_what_the_server_sent_and_shows_errors_inline() -> None
 
 
 def test_an_approval_gets_allow_and_deny_buttons_not_its_decision_field() -> None:
-    from mcpx.host.approvals import question_params
+    from mcpx.host.approvals import Requester, question_params
 
-    params = question_params("claude in ~/src", "fx__deploy", "fx", {"env": "prod"})
+    params = question_params(Requester("claude in ~/src", "this 2025 session"), "fx__deploy", "fx", {"env": "prod"})
     question = {"id": "q", "upstream": "fx", "params": params}
     html = question_page(question, parse_form(params["requestedSchema"]), action_url="/a", csrf="c")
     assert 'name="decision" value="allow"' in html and 'name="decision" value="deny"' in html
-    assert 'id="f-reason"' in html and 'id="f-decision"' not in html and "Approve a tool call" in html
+    assert 'id="f-reason"' in html and 'id="f-decision"' not in html
+    assert "<h1>mcpx asks: may claude in ~/src run fx__deploy?</h1>" in html  # mcpx's gate, not fx asking

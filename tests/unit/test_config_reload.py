@@ -74,8 +74,9 @@ def test_disabling_a_server_removes_it_and_enabling_it_adds_it() -> None:
 
 def test_settings_outside_mcpservers_that_differ_are_named_as_needing_a_restart() -> None:
     running = _config({"a": A})
-    new = _config({"b": B}, daemon={"port": 9999}, tasks={"ttlMs": 5000}, approve=["x*"])
-    assert needs_restart(running, new) == ("daemon.port", "tasks.ttlMs", "approve")
+    new = _config({"b": B}, daemon={"port": 9999}, tasks={"ttlMs": 5000}, approve=["x*"], approveTimeoutMs=5)
+    # Top-level `approve` and `approveTimeoutMs` are live (#39 item 9): no restart for them.
+    assert needs_restart(running, new) == ("daemon.port", "tasks.ttlMs")
 
 
 def test_a_config_with_only_server_changes_needs_no_restart() -> None:

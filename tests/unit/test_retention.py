@@ -44,6 +44,7 @@ async def test_the_sweep_takes_closed_history_older_than_the_cut_and_nothing_els
             ("q-old", "answered", NOW),
             ("q-new", "expired", CUT + 1),
             ("q-open", "open", NOW),
+            ("q-abandoned", "abandoned", NOW),  # left open by a crash, closed at the next start (#37 item 6)
         ):
             await s.put_question(replace(Question(qid, "up", "roots/list", {}, created, created + 1), status=status))
         await s.sweep_closed(CUT)
@@ -51,7 +52,7 @@ async def test_the_sweep_takes_closed_history_older_than_the_cut_and_nothing_els
         assert left == ["new-closed", "old-closed-owner", "open"]
         assert await s.get_session("s-old") is None and await s.get_session("s-owner") is None
         assert await s.get_session("s-open") is not None
-        assert await s.get_question("q-old") is None
+        assert await s.get_question("q-old") is None and await s.get_question("q-abandoned") is None
         assert await s.get_question("q-new") is not None and await s.get_question("q-open") is not None
         assert await s.get_task("t1") is not None
 

@@ -34,7 +34,7 @@ from ..auth import TokenTable
 from ..connection import HostConnection, RequestContext
 from ..outbound import Outbound
 from ..router import Call, HostRouter, StreamItem, emit, notifier
-from .sessions import HttpHosts, process_of
+from .sessions import HttpHosts
 
 log = logging.getLogger("mcpx.host")
 
@@ -167,6 +167,7 @@ class McpEndpoint:
             try:
                 modern.check_version_header(msg.params, headers)
                 ctx = self.router.modern_context(conn, msg.params, None)
+                ctx.peer = peer
                 relaxed = modern.check_headers(
                     msg.method, msg.params, headers, tasks_extension=True, require_task_name=self.require_task_name
                 )
@@ -230,7 +231,7 @@ class McpEndpoint:
             return await _json(send, 200, frame)
         conn.given_label = naming.from_header(headers.get(naming.LABEL_HEADER))
         if conn.given_label is None:  # a host that names itself is not looked up
-            conn.process = await process_of(peer)
+            conn.process = await naming.process_of(peer)
         if not await self.hosts.start_session(conn):
             return await _json(
                 send,

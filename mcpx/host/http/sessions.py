@@ -10,8 +10,6 @@ import logging
 from collections import OrderedDict
 from typing import Any
 
-import anyio
-
 from ...connections import naming
 from ...protocol import jsonrpc
 from ...protocol.ids import opaque_id
@@ -118,7 +116,7 @@ class HttpHosts:
         self._modern[key] = conn  # before the lookup below yields: a concurrent request waits on it
         conn.given_label = label
         if label is None:
-            conn.process = await process_of(peer)
+            conn.process = await naming.process_of(peer)
         known = self.router.registry.find_stateless(key)  # the same host, seen before a restart
         if known is not None:
             conn.record_id = known.id
@@ -159,15 +157,3 @@ class HttpHosts:
         for conn in list(self.sessions.values()):
             self.router.forget(conn)
         self.sessions.clear()
-
-
-PEER_LOOKUP_S = 1.0  # a loopback host's process is looked up at most this long (/proc, off the loop)
-
-
-async def process_of(peer: str | None) -> str | None:
-    """An HTTP host's process, `python in ~/src/api`, when it is on loopback (Linux); else None."""
-    if peer is None:
-        return None
-    with anyio.move_on_after(PEER_LOOKUP_S):
-        return await anyio.to_thread.run_sync(naming.peer_label, peer, abandon_on_cancel=True)
-    return None
