@@ -139,7 +139,7 @@ def test_an_approval_with_long_arguments_shows_them_all_and_deny_says_what_the_h
         shots = SHOTS or tmp_path
         browser.set_window_size(390, 844)  # a phone
         browser.get(url)
-        me = naming.process_label(os.getpid())
+        me = naming.shown_label(None, naming.process_label(os.getpid()), {"name": "pytest-raw"})
         assert browser.find_element(By.TAG_NAME, "h1").text == f"mcpx asks: may {me} run fx__echo?"
         shown = browser.find_element(By.ID, "arguments")
         whole = json.dumps(args, ensure_ascii=False, sort_keys=True, indent=2)
@@ -227,7 +227,7 @@ def test_an_approval_is_denied_through_its_link_and_forged_forms_are_refused(
         url4 = _link(api, q4["id"])
         page4 = web.get(url4)
         yes = web.post(url4, data={"csrf": _csrf(page4.text), "by": "bob", "decision": "allow"})
-        me = naming.process_label(os.getpid())
+        me = naming.shown_label(None, naming.process_label(os.getpid()), {"name": "pytest-raw"})
         assert yes.status_code == 200 and f"Allowed once. {me}&#x27;s call to fx__echo runs now." in yes.text, yes.text
         allowed["thread"].join(15)
         assert allowed["frame"]["result"]["content"][0]["text"] == "ls -l"

@@ -61,7 +61,8 @@ class Process:
         )
 
     def label(self) -> str | None:
-        return naming.process_label(self.proc.pid)
+        """As mcpx shows it: its clientInfo name leads the process (connections/naming.py)."""
+        return naming.shown_label(None, naming.process_label(self.proc.pid), {"name": "agent"})
 
     def result(self) -> dict[str, Any]:
         out, _ = self.proc.communicate(timeout=30 * UNIT)

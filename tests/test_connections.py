@@ -279,7 +279,7 @@ def test_two_agents_run_from_one_folder_are_told_apart_by_their_client_names(sta
             updated = {e["data"]["label"] for e in events if e["kind"] == "connection.updated"}
             assert updated == {want["shim-agent"], want["modern-agent"]}
             [q] = wait_until(api.open_questions, 20, "the approval question")
-            assert q["params"]["message"].startswith(f"research-agent · {process} wants to call fx__echo")
+            assert q["params"]["message"].startswith(f"mcpx asks: may research-agent · {process} run fx__echo")
     finally:
         for proc in (*agents, *shims):
             proc.kill()
