@@ -12,12 +12,12 @@ import os
 import re
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, model_validator
 
 from ..events.kinds import EventKind
-from . import expand, host_keys
+from . import expand, host_keys, urls
 from .servers import McpxServerOptions as McpxServerOptions
 from .servers import ServerConfig as ServerConfig
 from .servers import TaskSupport as TaskSupport
@@ -46,7 +46,7 @@ class DaemonConfig(_Strict):
     allowedOrigins: list[str] = Field(
         default_factory=list, description="Browser origins allowed besides loopback ones."
     )
-    publicUrl: str | None = Field(
+    publicUrl: Annotated[str, AfterValidator(urls.check_http_url)] | None = Field(
         None,
         pattern=r"^https?://[^/?#]+(/[^?#]*)?$",
         description="The base answer links use (`<publicUrl>/answer/<token>`) when the daemon is reached through a"
@@ -186,7 +186,7 @@ class FramesConfig(_Strict):
 class StoreConfig(_Strict):
     """Where tasks, questions, legacy sessions, host connections and the event log are kept."""
 
-    url: str | None = Field(
+    url: Annotated[str, AfterValidator(urls.check_postgres_url)] | None = Field(
         None,
         pattern=r"^postgres(ql)?://",
         description="A PostgreSQL URL (`postgresql://user@host:port/db`) to share one task space between"
@@ -256,9 +256,9 @@ NOTIFY_DEFAULT_EVENTS: list[EventKind] = ["question.opened"]
 
 
 class NotifyWebhook(_Strict):
-    url: str = Field(
-        pattern=r"^https?://[^/?#\s]+[^\s]*$",
-        description="Where each matching event is POSTed as JSON (http or https; docs/notify.md).",
+    url: Annotated[str, AfterValidator(urls.check_webhook_url)] = Field(
+        description="Where each matching event is POSTed as JSON (http or https; docs/notify.md)."
+        " Checked at load as the sender (httpx) parses it.",
     )
     secret: str = Field(
         min_length=16,
@@ -271,8 +271,16 @@ class NotifyWebhook(_Strict):
     )
 
 
+def _runnable(argv: list[str]) -> list[str]:
+    if argv and not argv[0]:
+        raise ValueError("the program (its first item) is empty")
+    for i, arg in enumerate(argv):
+        urls.check_process_text(arg, f"item {i}")
+    return argv
+
+
 class NotifyCommand(_Strict):
-    run: list[str] = Field(
+    run: Annotated[list[str], AfterValidator(_runnable)] = Field(
         min_length=1,
         description="Program and arguments run once per matching event, with the event's JSON on stdin (no"
         " shell); killed after 30 s.",
@@ -375,6 +383,9 @@ def parse_config(
     lists every problem found, each with where it is."""
     if not isinstance(data, dict):
         raise ConfigError(f"{source}: the top level must be a JSON object")
+    unencodable = _unencodable(data, ())
+    if unencodable is not None:  # a lone surrogate (`"\ud800"`): no UTF-8 can carry it to a process, a file, a hash
+        raise ConfigError(f"{source}: {_where(unencodable)}: not valid Unicode text (a lone surrogate escape)")
     problems = host_keys.unknown_keys(data, Config, _TOLERATED)
     servers_problem = host_keys.servers_object_problem(data)
     if servers_problem is not None:
@@ -400,6 +411,33 @@ def parse_config(
     return config
 
 
+def _unencodable(value: object, where: tuple[Any, ...]) -> tuple[Any, ...] | None:
+    """Where the first string (a key or a value) that cannot be encoded as UTF-8 is, if any."""
+    if isinstance(value, str):
+        return None if value.isascii() or _encodes(value) else where
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if isinstance(key, str) and not key.isascii() and not _encodes(key):
+                return (*where, "(a key)")
+            found = _unencodable(item, (*where, key))
+            if found is not None:
+                return found
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            found = _unencodable(item, (*where, i))
+            if found is not None:
+                return found
+    return None
+
+
+def _encodes(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 # The models' own keys, plus those other hosts write where mcpx may find them (host_keys.py).
 _TOLERATED: dict[type[BaseModel], Mapping[str, object]] = {
     Config: {**host_keys.TOP_LEVEL_FROM_OTHER_HOSTS, **host_keys.OTHER_HOSTS_SERVER_OBJECTS},
@@ -419,14 +457,38 @@ def _url_from_alias(entry: object) -> object:
 def load_config(path: Path, environ: Mapping[str, str] | None = None) -> Config:
     """Read and check the config file at `path`; `ConfigError` (one message, every problem) if it cannot be used."""
     try:
-        text = path.read_text(encoding="utf-8")
+        raw = path.read_bytes()
     except OSError as exc:
-        raise ConfigError(f"{path}: cannot read: {exc.strerror}") from None
+        raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    except ValueError as exc:  # a NUL in the path
+        raise ConfigError(f"{path!r}: cannot read: {exc}") from None
+    text = utf8_text(raw, str(path))
     try:
-        data = json.loads(text)
+        data = json.loads(text, parse_constant=_not_json)
     except json.JSONDecodeError as exc:
         raise ConfigError(f"{path}: not valid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from None
+    except ValueError as exc:  # NaN, Infinity (_not_json), or a number of more digits than Python converts
+        raise ConfigError(f"{path}: not valid JSON: {exc}") from None
+    except RecursionError:
+        raise ConfigError(f"{path}: not usable JSON: nested too deeply") from None
     return parse_config(data, str(path), environ, path.parent)
+
+
+def utf8_text(raw: bytes, source: str) -> str:
+    """The file's bytes as text; ConfigError naming the first byte that is not UTF-8 (JSON is UTF-8:
+    RFC 8259 8.1)."""
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw.count(b"\n", 0, exc.start) + 1
+        raise ConfigError(
+            f"{source}: not UTF-8 text: byte 0x{raw[exc.start]:02x} at line {line} (offset {exc.start});"
+            " save the file as UTF-8"
+        ) from None
+
+
+def _not_json(constant: str) -> object:
+    raise ValueError(f"{constant} is not a JSON number")
 
 
 CONFIG_SEARCH = "--config, MCPX_CONFIG, ./.mcpx.json, ./.mcp.json, $XDG_CONFIG_HOME/mcpx/config.json"
