@@ -45,9 +45,17 @@ def cmd_daemon(args: argparse.Namespace) -> int:
         print(f"mcpx: bad config: {exc}", file=sys.stderr)
         return 2
     folder = state_dir(args.state_dir)
+    from ..daemon.background import Background
     from ..store import faults
 
-    daemon = Daemon(config, path, folder, args.port, before_commit=faults.from_env())
+    daemon = Daemon(
+        config,
+        path,
+        folder,
+        args.port,
+        before_commit=faults.from_env(),
+        background_faults=Background.fault_folder_from_env(),
+    )
     try:
         anyio.run(daemon.run, backend_options={"use_uvloop": _has_uvloop()})
     except state_folder.AlreadyRunning as exc:

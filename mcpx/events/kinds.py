@@ -21,5 +21,6 @@ EventKind = Literal[
     "question.expired",
     "config.reloaded",
     "config.refused",
+    "daemon.background_failed",
 ]
 EVENT_KINDS: tuple[EventKind, ...] = get_args(EventKind)
