@@ -1,8 +1,8 @@
 """What reloading the config changes (docs/daemon-behavior.md, "Reloading the config"). Pure.
 
-Only `mcpServers` is applied to a running daemon: each server entry is compared whole, so any edit
-to one (its command, env, URL, headers, its `mcpx` block, a key another host keeps there) restarts
-that server, and a server whose entry is the same keeps running untouched. Every other top-level
+`mcpServers` and `notify` are applied to a running daemon (LIVE). Each server entry is compared whole,
+so any edit to one (its command, env, URL, headers, its `mcpx` block, a key another host keeps there)
+restarts that server, and a server whose entry is the same keeps running untouched. Every other top-level
 setting that differs is named as needing a restart and otherwise ignored: the listener, the store,
 the engine's limits and the rest were built from the config the daemon started with.
 """
@@ -17,7 +17,7 @@ from pydantic import BaseModel
 
 from .model import Config, ServerConfig
 
-LIVE = frozenset({"mcpServers"})  # the top-level keys a reload applies
+LIVE = frozenset({"mcpServers", "notify"})  # the top-level keys a reload applies
 Trigger = Literal["signal", "file", "api"]
 
 

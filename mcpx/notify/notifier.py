@@ -108,6 +108,7 @@ class Notifier:
                 for route in self.routes:
                     tg.start_soon(self._work, route)
                 task_status.started()
+                await anyio.sleep_forever()  # with no sink yet, a reload may bring one (reconfigure)
         finally:
             self._tg = None
             self._bus.unsubscribe(tap)
