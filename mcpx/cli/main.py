@@ -46,7 +46,7 @@ def cmd_daemon(args: argparse.Namespace) -> int:
         return 2
     folder = state_dir(args.state_dir)
     from ..daemon.background import Background
-    from ..store import faults
+    from ..store import StoreError, faults
 
     daemon = Daemon(
         config,
@@ -66,7 +66,20 @@ def cmd_daemon(args: argparse.Namespace) -> int:
         return 1
     except KeyboardInterrupt:
         pass
+    except BaseExceptionGroup as group:  # the store could not be opened (unreachable, refused): said in one line
+        unopened = group.subgroup(StoreError)
+        if unopened is None:
+            raise
+        print(f"mcpx: {_innermost(unopened)}", file=sys.stderr)
+        return 1
     return 0
+
+
+def _innermost(group: BaseExceptionGroup[BaseException]) -> BaseException:
+    first: BaseException = group
+    while isinstance(first, BaseExceptionGroup):
+        first = first.exceptions[0]
+    return first
 
 
 def _has_uvloop() -> bool:

@@ -383,9 +383,9 @@ def parse_config(
     lists every problem found, each with where it is."""
     if not isinstance(data, dict):
         raise ConfigError(f"{source}: the top level must be a JSON object")
-    unencodable = _unencodable(data, ())
-    if unencodable is not None:  # a lone surrogate (`"\ud800"`): no UTF-8 can carry it to a process, a file, a hash
-        raise ConfigError(f"{source}: {_where(unencodable)}: not valid Unicode text (a lone surrogate escape)")
+    unusable = _unusable_setting(data)
+    if unusable is not None:
+        raise ConfigError(f"{source}: {_where(unusable[0])}: {unusable[1]}")
     problems = host_keys.unknown_keys(data, Config, _TOLERATED)
     servers_problem = host_keys.servers_object_problem(data)
     if servers_problem is not None:
@@ -411,23 +411,56 @@ def parse_config(
     return config
 
 
-def _unencodable(value: object, where: tuple[Any, ...]) -> tuple[Any, ...] | None:
-    """Where the first string (a key or a value) that cannot be encoded as UTF-8 is, if any."""
+def _unusable_setting(data: dict[str, Any]) -> tuple[tuple[Any, ...], str] | None:
+    """`_unusable` over what mcpx reads: its own keys, not other hosts' (they stay as their hosts wrote them)."""
+    for key in Config.model_fields:
+        if key == "mcpServers" and isinstance(data.get(key), dict):
+            for name, entry in data[key].items():
+                if isinstance(name, str) and not _encodes(name):
+                    return (key, "(a key)"), _SURROGATE
+                if isinstance(entry, dict):
+                    for field in ServerConfig.model_fields:
+                        found = _unusable(entry.get(field), (key, name, field))
+                        if found is not None:
+                            return found
+        elif key in data:
+            found = _unusable(data[key], (key,))
+            if found is not None:
+                return found
+    return None
+
+
+_NUMBER_MAX = 2**53  # what JSON carries exactly (RFC 8259 6), far below SQLite's and PostgreSQL's bigint
+
+
+def _unusable(value: object, where: tuple[Any, ...]) -> tuple[tuple[Any, ...], str] | None:
+    """Where the first value no part of the runtime could use is, and why: a string (a key or a
+    value) with a lone surrogate, which no UTF-8 can carry to a process, a file or a hash; a number
+    beyond 2^53 or not finite (`1e400` reads as infinity), which no millisecond count or limit is."""
     if isinstance(value, str):
-        return None if value.isascii() or _encodes(value) else where
+        return None if value.isascii() or _encodes(value) else (where, _SURROGATE)
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int | float):
+        if not (-_NUMBER_MAX <= value <= _NUMBER_MAX):  # False for NaN too
+            return where, "a number beyond 2^53 (or not finite): no setting can use it"
+        return None
     if isinstance(value, dict):
         for key, item in value.items():
             if isinstance(key, str) and not key.isascii() and not _encodes(key):
-                return (*where, "(a key)")
-            found = _unencodable(item, (*where, key))
+                return (*where, "(a key)"), _SURROGATE
+            found = _unusable(item, (*where, key))
             if found is not None:
                 return found
     elif isinstance(value, list):
         for i, item in enumerate(value):
-            found = _unencodable(item, (*where, i))
+            found = _unusable(item, (*where, i))
             if found is not None:
                 return found
     return None
+
+
+_SURROGATE = "not valid Unicode text (a lone surrogate escape)"
 
 
 def _encodes(text: str) -> bool:

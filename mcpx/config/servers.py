@@ -115,6 +115,8 @@ class ServerConfig(BaseModel):
                 raise ValueError(f"`url` {exc}") from None
         for name, value in self.headers.items():
             urls.check_header(name, value)
+        if self.command is not None and not self.command.strip():
+            raise ValueError("`command` is empty: name the program to start")
         for what, text in self._process_texts():
             urls.check_process_text(text, what)
         if self.url is not None and self.mcpx.scope == "host":

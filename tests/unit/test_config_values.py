@@ -71,6 +71,13 @@ def test_a_typo_in_a_webhook_url_is_refused_at_load_naming_the_key(url: str, say
         ({"traces": {"endpoint": "http://collector:43I8"}}, "traces.endpoint", "port '43I8'"),
         ({"notify": {"commands": [{"run": ["notify-send", "a\x00b"]}]}}, "notify.commands.0.run", "item 1 has a NUL"),
         ({"notify": {"commands": [{"run": [""]}]}}, "notify.commands.0.run", "the program (its first item) is empty"),
+        ({"mcpServers": {"up": {"command": " "}}}, "mcpServers.up", "`command` is empty"),
+        ({"tasks": {"ttlMs": 10**20}}, "tasks.ttlMs", "a number beyond 2^53"),  # SQLite's INTEGER overflows
+        (
+            {"mcpServers": {"up": {"command": "s", "mcpx": {"callTimeout": 1e400}}}},
+            "mcpServers.up.mcpx.callTimeout",
+            "a number beyond 2^53 (or not finite)",
+        ),
     ],
 )
 def test_every_value_the_runtime_parses_later_is_checked_at_load(data: dict[str, Any], key: str, says: str) -> None:
