@@ -114,8 +114,7 @@ class ConfigRefused(ReloadSource, _Data):
 
 
 class BackgroundFailed(_Data):
-    """Background work of the daemon failed (docs/daemon-behavior.md, "Background work"): it is started
-    again after `retryInS`, or what it was doing is dropped; serving goes on either way."""
+    """Background work failed; it starts again after `retryInS`, or what it did is dropped (serving goes on)."""
 
     task: str = Field(description="Which work: `notifier`, `retention`, `config-watch`, `notify.webhooks[0]`, ...")
     error: str = Field(description="The exception, as `<type>: <message>` (the log has its traceback).")
