@@ -7,8 +7,10 @@ handful of hostile files here, and a hypothesis-driven batch in the slow tier.""
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -34,6 +36,7 @@ from mcpx.upstream.http import h1
 from mcpx.upstream.stdio import keeper_wire
 
 FUZZ_DIR = Path(tempfile.mkdtemp(prefix="mcpx-config-fuzz-"))
+atexit.register(shutil.rmtree, FUZZ_DIR, True)
 HOSTILE = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 # ---- strategies ------------------------------------------------------------------------------------
