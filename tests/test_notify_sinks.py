@@ -5,6 +5,7 @@ notifier never holds up the bus: publishing returns at once whatever its sinks d
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import socket
@@ -248,6 +249,7 @@ def test_verify_takes_a_true_signature_and_refuses_any_other(ts: int, body: byte
     assert signing.verify(SECRET, stamp, sig, body + b"!") is False
 
 
+@functools.cache
 def _docs_verify() -> Any:
     """The receiver's example in docs/notify.md, run as written."""
     text = (Path(__file__).resolve().parents[1] / "docs" / "notify.md").read_text()
