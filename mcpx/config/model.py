@@ -43,8 +43,9 @@ class DaemonConfig(_Strict):
     address: Literal["127.0.0.1"] = Field("127.0.0.1", description="Listen address; mcpx only ever binds loopback.")
     port: int = Field(7435, ge=0, le=65535, description="Listen port; 0 picks a free one.")
     maxBodyBytes: int = Field(4 * 1024 * 1024, gt=0, description="Largest request body accepted on /mcp (413 beyond).")
-    allowedOrigins: list[str] = Field(
-        default_factory=list, description="Browser origins allowed besides loopback ones."
+    allowedOrigins: list[Annotated[str, AfterValidator(urls.check_origin)]] = Field(
+        default_factory=list,
+        description="Browser origins allowed besides loopback ones, as browsers send them: `scheme://host[:port]`.",
     )
     publicUrl: Annotated[str, AfterValidator(urls.check_http_url)] | None = Field(
         None,

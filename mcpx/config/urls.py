@@ -107,6 +107,28 @@ def check_postgres_url(url: str) -> str:
     return url
 
 
+def check_origin(origin: str) -> str:
+    """`origin` when a browser's `Origin` header can equal it: it is compared as a string with what
+    browsers send, `scheme://host[:port]` in lower case with no path (not even `/`); an entry written
+    otherwise never matches, silently. `null` (an opaque origin) is taken as written."""
+    if origin == "null":
+        return origin
+    if _UNPRINTABLE.search(origin):
+        raise ValueError("has a space or a control character in it")
+    parts = urlsplit(origin)
+    try:
+        parts.port  # noqa: B018 - raises ValueError unless the port is a number in range
+    except ValueError:
+        raise ValueError("its port is not a number from 1 to 65535") from None
+    if not parts.scheme or not parts.hostname or "@" in parts.netloc:
+        raise ValueError("an origin is scheme://host[:port], as browsers send it")
+    if parts.path or parts.query or parts.fragment or origin.endswith(("?", "#")):
+        raise ValueError("an origin has no path (not even a trailing /), query or fragment: browsers send none")
+    if origin != origin.lower():
+        raise ValueError("browsers send an origin in lower case: write it so, or it never matches")
+    return origin
+
+
 def check_header(name: str, value: str) -> None:
     """A header mcpx's HTTP client would refuse to send (h1.py: no CR, LF or NUL), as ValueError."""
     if not _TOKEN.match(name):

@@ -72,6 +72,8 @@ def test_a_typo_in_a_webhook_url_is_refused_at_load_naming_the_key(url: str, say
         ({"notify": {"commands": [{"run": ["notify-send", "a\x00b"]}]}}, "notify.commands.0.run", "item 1 has a NUL"),
         ({"notify": {"commands": [{"run": [""]}]}}, "notify.commands.0.run", "the program (its first item) is empty"),
         ({"mcpServers": {"up": {"command": " "}}}, "mcpServers.up", "`command` is empty"),
+        ({"daemon": {"allowedOrigins": ["https://app.example/"]}}, "daemon.allowedOrigins.0", "no path"),
+        ({"daemon": {"allowedOrigins": ["https://App.example"]}}, "daemon.allowedOrigins.0", "lower case"),
         ({"tasks": {"ttlMs": 10**20}}, "tasks.ttlMs", "a number beyond 2^53"),  # SQLite's INTEGER overflows
         (
             {"mcpServers": {"up": {"command": "s", "mcpx": {"callTimeout": 1e400}}}},
@@ -95,7 +97,10 @@ def test_the_values_the_runtime_can_use_still_load() -> None:
                 "local": {"command": "srv", "args": ["--x", ""], "env": {"K": "v"}, "cwd": "/tmp"},
             },
             "store": {"url": "postgresql://u:p@db1:5432,db2:5433/mcpx?sslmode=require"},
-            "daemon": {"publicUrl": "https://box.tail.example/mcpx"},
+            "daemon": {
+                "publicUrl": "https://box.tail.example/mcpx",
+                "allowedOrigins": ["https://app.example:8443", "null"],
+            },
             "traces": {"endpoint": "http://127.0.0.1:4318"},
             **webhook("https://hooks.example/T0/B1/secret?x=y"),
         },
