@@ -1,4 +1,5 @@
-"""Feed events the console shows as a notification (a toast) rather than a row: config reloads.
+"""Feed events the console shows as a notification (a toast) rather than a row: config reloads, and
+background work of the daemon that failed (docs/daemon-behavior.md, "Background work").
 
 Pure: a feed message in, what to say (or None) out.
 """
@@ -33,6 +34,9 @@ def config_notice(message: Mapping[str, Any]) -> Notice | None:
     kind = message.get("kind")
     if kind == "config.refused":
         return Notice("config refused", f"{data.get('error')}\nstill serving the config it had", "error")
+    if kind == "daemon.background_failed":
+        then = f"starting it again in {data.get('retryInS')} s" if data.get("action") == "restarting" else "dropped"
+        return Notice(f"{data.get('task')} failed", f"{data.get('error')}\n{then}; the daemon serves on", "error")
     if kind != "config.reloaded":
         return None
     done = [

@@ -5,16 +5,20 @@ notifier never holds up the bus: publishing returns at once whatever its sinks d
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import socket
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import anyio
 import httpx
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from notify_receiver import Receiver
 
 from mcpx.events.bus import Event, EventBus, StoredEvent
@@ -162,3 +166,115 @@ async def test_publishing_never_waits_for_a_hanging_sink_and_others_still_get_ev
     assert [json.loads(line)["seq"] for line in out.read_text().splitlines()] == [1, 2, 3, 4, 5]
     slow_status = notifier.status()[0]
     assert slow_status["delivered"] == 0 and slow_status["queued"] == 4  # one in flight, four waiting
+
+
+# ---- one deadline and a size cap per attempt (#37 item 7) ----------------------------------------
+
+
+async def test_a_receiver_that_trickles_its_answer_is_cut_at_the_attempts_deadline() -> None:
+    # 200 at once, then a 20-byte body one byte every 0.5 s: 10 s in all. A per-read timeout never fires.
+    with Receiver(trickle=20, trickle_every=0.5) as rx:
+        async with httpx.AsyncClient() as client:
+            hook = Webhook(rx.url, SECRET, client, delays=[], timeout_s=1.0)
+            await hook.deliver(BODY, SinkStats())  # the 200 came: delivered, whatever the body does
+            assert not rx.finished.is_set(), "the attempt waited for the whole trickled body"
+            assert rx.cut.wait(5), "the connection was not closed at the deadline"
+    assert rx.sent < 20
+
+
+async def test_a_receiver_that_trickles_a_failure_is_one_failed_attempt_within_the_deadline() -> None:
+    with Receiver([503] * 5, trickle=20, trickle_every=0.5) as rx:
+        async with httpx.AsyncClient() as client:
+            hook = Webhook(rx.url, SECRET, client, delays=[0.0], timeout_s=1.0)
+            with pytest.raises(Undelivered, match="HTTP 503"):
+                await hook.deliver(BODY, SinkStats())
+            assert len(rx.got) == 2 and not rx.finished.is_set()
+
+
+async def test_an_answers_body_is_read_up_to_the_cap_never_whole() -> None:
+    with Receiver(body_bytes=64 * 1024 * 1024) as rx:  # 64 MiB of answer to a notification
+        async with httpx.AsyncClient() as client:
+            await webhook(rx.url, client).deliver(BODY, SinkStats())
+            assert rx.cut.wait(10), "the whole body was read"
+    assert not rx.finished.is_set() and rx.sent < 64 * 1024 * 1024
+
+
+async def test_a_sinks_unexpected_error_drops_its_event_and_the_notifier_goes_on(tmp_path: Path) -> None:
+    """A real fault: a program with a NUL in an argument makes the OS call raise ValueError, not the
+    OSError a command hook expects (the config refuses it now; a sink's own bug looks the same)."""
+    out = tmp_path / "lines"
+    writer = [sys.executable, "-c", f"import sys; open({str(out)!r}, 'a').write(sys.stdin.read() + chr(10))"]
+    reported: list[tuple[str, BaseException]] = []
+    bus = EventBus()
+    broken = Route("notify.commands[0]", CommandHook(["true", "a\x00b"]), frozenset({"question.opened"}))
+    fine = Route("notify.commands[1]", CommandHook(writer), frozenset({"question.opened"}))
+    notifier = Notifier(bus, [broken, fine], report=lambda name, exc: reported.append((name, exc)))
+    async with anyio.create_task_group() as tg:
+        await tg.start(notifier.run)
+        for seq in (1, 2):
+            bus.publish([stored(seq)])
+        with anyio.fail_after(20):
+            while notifier.status()[1]["delivered"] < 2 or notifier.status()[0]["failed"] < 2:
+                await anyio.sleep(0.05)
+        tg.cancel_scope.cancel()
+    status = notifier.status()[0]
+    assert (status["delivered"], status["failed"]) == (0, 2) and status["lastError"].startswith("ValueError")
+    assert [(name, type(exc)) for name, exc in reported] == [("notify.commands[0]", ValueError)] * 2
+    assert [json.loads(line)["seq"] for line in out.read_text().splitlines()] == [1, 2]
+
+
+# ---- verifying a signature never raises (#37 item 8) ---------------------------------------------
+
+_HEADER = st.one_of(st.none(), st.text(max_size=80), st.integers().map(str), st.binary(max_size=20), st.integers())
+
+
+@settings(max_examples=500, deadline=None)
+@given(timestamp=_HEADER, signature=_HEADER, body=st.binary(max_size=64))
+def test_verify_returns_false_on_any_malformed_header_and_never_raises(
+    timestamp: object, signature: object, body: bytes
+) -> None:
+    assert signing.verify(SECRET, timestamp, signature, body) is False
+
+
+@settings(max_examples=200, deadline=None)
+@given(ts=st.integers(0, 2**40), body=st.binary(max_size=64), flip=st.integers(0, 70))
+def test_verify_takes_a_true_signature_and_refuses_any_other(ts: int, body: bytes, flip: int) -> None:
+    h = signing.headers(SECRET, ts, body)
+    stamp, sig = h[signing.TIMESTAMP_HEADER], h[signing.SIGNATURE_HEADER]
+    assert signing.verify(SECRET, stamp, sig, body) is True
+    forged = (
+        sig[:flip] + ("0" if sig[flip : flip + 1] != "0" else "1") + sig[flip + 1 :] if flip < len(sig) else sig + "0"
+    )
+    assert signing.verify(SECRET, stamp, forged, body) is False
+    assert signing.verify(SECRET, stamp, sig, body + b"!") is False
+
+
+@functools.cache
+def _docs_verify() -> Any:
+    """The receiver's example in docs/notify.md, run as written."""
+    text = (Path(__file__).resolve().parents[1] / "docs" / "notify.md").read_text()
+    code = text.split("## Verifying a webhook's signature", 1)[1].split("```python\n", 1)[1].split("```", 1)[0]
+    space: dict[str, Any] = {}
+    exec(compile(code, "docs/notify.md", "exec"), space)  # the docs' own example, under test
+    return space["verify"]
+
+
+_HEADERS = st.dictionaries(
+    st.sampled_from(["X-Mcpx-Timestamp", "X-Mcpx-Signature", "Content-Type"]), st.text(max_size=80), max_size=3
+)
+
+
+@settings(max_examples=500, deadline=None)
+@given(headers=_HEADERS, body=st.binary(max_size=64))
+def test_the_docs_example_refuses_missing_and_malformed_headers_without_raising(
+    headers: dict[str, str], body: bytes
+) -> None:
+    assert _docs_verify()(SECRET, headers, body) is False
+
+
+def test_the_docs_example_takes_a_request_mcpx_signed() -> None:
+    now = int(time.time())
+    h = signing.headers(SECRET, now, BODY)
+    verify = _docs_verify()
+    assert verify(SECRET, h, BODY) is True and verify(SECRET, {}, BODY) is False
+    assert verify(SECRET, signing.headers(SECRET, now - 3600, BODY), BODY) is False  # too old: a replay

@@ -120,6 +120,19 @@ class ConfigRefused(ReloadSource, _Data):
     error: str = Field(description="Why, naming the file, the key and what was expected.")
 
 
+class BackgroundFailed(_Data):
+    """Background work failed; it starts again after `retryInS`, or what it did is dropped (serving goes on)."""
+
+    task: str = Field(description="Which work: `notifier`, `retention`, `config-watch`, `notify.webhooks[0]`, ...")
+    error: str = Field(description="The exception, as `<type>: <message>` (the log has its traceback).")
+    failures: int = Field(description="How many times this work failed since the daemon started.")
+    action: Literal["restarting", "dropped"] = Field(
+        description="restarting: it starts again after `retryInS`; dropped: what it was doing (one event for a"
+        " sink, one-shot work) is given up and the rest goes on."
+    )
+    retryInS: float | None = Field(None, description="With `restarting`: the pause before it starts again.")
+
+
 DATA: dict[EventKind, type[_Data]] = {
     "connection.opened": ConnectionOpened,
     "connection.updated": ConnectionUpdated,
@@ -135,6 +148,7 @@ DATA: dict[EventKind, type[_Data]] = {
     "question.abandoned": QuestionAbandoned,
     "config.reloaded": ConfigReloaded,
     "config.refused": ConfigRefused,
+    "daemon.background_failed": BackgroundFailed,
 }
 assert set(DATA) == set(EVENT_KINDS)
 

@@ -118,6 +118,19 @@ class ConfigReload(ReloadSource, ReloadChanges):
     error: str | None = Field(description="Why it was refused (the file, the key and what was expected).")
 
 
+class BackgroundWork(BaseModel):
+    """Background work of the daemon that failed since it started (docs/daemon-behavior.md, "Background work")."""
+
+    task: str = Field(description="Which work: `notifier`, `retention`, `config-watch`, `notify.webhooks[0]`, ...")
+    failures: int
+    lastError: str = Field(description="The last failure, as `<type>: <message>` (the log has its traceback).")
+    lastFailedMs: int
+    state: Literal["restarting", "running", "dropped"] = Field(
+        description="restarting: waiting to start again; running: started again since; dropped: not restarted"
+        " (one-shot work, or a sink that dropped one event and went on)."
+    )
+
+
 class Status(BaseModel):
     pid: int
     version: str
@@ -136,6 +149,9 @@ class Status(BaseModel):
     notify: list[NotifySink] = Field(default_factory=list, description="Each configured webhook and command hook.")
     lastReload: ConfigReload | None = Field(
         None, description="The last reload of the config since the daemon started (null: none yet)."
+    )
+    background: list[BackgroundWork] = Field(
+        default_factory=list, description="Background work that failed since the daemon started (empty: none)."
     )
 
 

@@ -12,6 +12,10 @@ from datetime import UTC, datetime
 from typing import TextIO
 
 LEVELS = ("debug", "info", "warning", "error")
+# HTTP client libraries that log each request's full URL (httpx: `HTTP Request: POST <url>` at INFO;
+# httpcore and urllib3 at DEBUG). A webhook URL's path is often its secret (docs/notify.md), and an
+# OTLP endpoint's query may carry a key: they log warnings and errors only, whatever `--log-level` says.
+QUIETED = ("httpx", "httpcore", "urllib3", "requests")
 TEXT_FORMAT = "%(asctime)s %(name)s %(levelname)s %(message)s"
 
 
@@ -58,3 +62,5 @@ def setup_logging(level: str, log_format: str, stream: TextIO | None = None) -> 
         root.removeHandler(old)
     root.addHandler(handler)
     root.setLevel(level.upper())
+    for name in QUIETED:
+        logging.getLogger(name).setLevel(logging.WARNING)

@@ -51,10 +51,19 @@ def cmd_daemon(args: argparse.Namespace) -> int:
         print(f"mcpx: bad config: {exc}", file=sys.stderr)
         return 2
     folder = state_dir(args.state_dir)
-    from ..store import faults
+    from ..daemon.background import Background
+    from ..store import StoreError, faults
     from ..upstream.stdio import send_fault
 
-    daemon = Daemon(config, path, folder, args.port, before_commit=faults.from_env(), before_send=send_fault.from_env())
+    daemon = Daemon(
+        config,
+        path,
+        folder,
+        args.port,
+        before_commit=faults.from_env(),
+        before_send=send_fault.from_env(),
+        background_faults=Background.fault_folder_from_env(),
+    )
     try:
         anyio.run(daemon.run, backend_options={"use_uvloop": _has_uvloop()})
     except state_folder.AlreadyRunning as exc:
@@ -65,7 +74,20 @@ def cmd_daemon(args: argparse.Namespace) -> int:
         return 1
     except KeyboardInterrupt:
         pass
+    except BaseExceptionGroup as group:  # the store could not be opened (unreachable, refused): said in one line
+        unopened = group.subgroup(StoreError)
+        if unopened is None:
+            raise
+        print(f"mcpx: {_innermost(unopened)}", file=sys.stderr)
+        return 1
     return 0
+
+
+def _innermost(group: BaseExceptionGroup[BaseException]) -> BaseException:
+    first: BaseException = group
+    while isinstance(first, BaseExceptionGroup):
+        first = first.exceptions[0]
+    return first
 
 
 def _has_uvloop() -> bool:

@@ -354,4 +354,9 @@ def status_text(status: Json, folder: str) -> str:
         lines.append(f"notify {sink['sink']} ({sink['kind']} {sink['target']}): {counts}")
         if sink.get("lastError"):
             lines.append(f"  last error, {stamp(sink.get('lastErrorMs'))}: {clip(sink['lastError'], 100)}")
+    for work in status.get("background") or []:  # docs/daemon-behavior.md, "Background work"
+        lines.append(
+            f"background {work['task']} failed {work['failures']} time(s), last {stamp(work.get('lastFailedMs'))}"
+            f" ({work['state']}): {clip(work['lastError'], 100)}"
+        )
     return "\n".join(lines)

@@ -1,11 +1,12 @@
 """What reloading the config changes (docs/daemon-behavior.md, "Reloading the config"). Pure.
 
-`mcpServers` is applied to a running daemon: each server entry is compared whole, so any edit
-to one (its command, env, URL, headers, its `mcpx` block, a key another host keeps there) restarts
-that server, and a server whose entry is the same keeps running untouched. So are the other keys in
-LIVE (the approval gates read the config in force). Every other top-level setting that differs is
-named as needing a restart and otherwise ignored: the listener, the store, the engine's limits and
-the rest were built from the config the daemon started with.
+`mcpServers`, `notify` and the approval gates' `approve` and `approveTimeoutMs` are applied to a
+running daemon (LIVE). Each server entry is compared whole, so any edit to one (its command, env,
+URL, headers, its `mcpx` block, a key another host keeps there) restarts that server, and a server
+whose entry is the same keeps running untouched; the approval gates read the config in force.
+Every other top-level setting that differs is named as needing a restart and otherwise ignored:
+the listener, the store, the engine's limits and the rest were built from the config the daemon
+started with.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from pydantic import BaseModel
 
 from .model import Config, ServerConfig
 
-LIVE = frozenset({"mcpServers", "approve", "approveTimeoutMs"})  # the top-level keys a reload applies
+LIVE = frozenset({"mcpServers", "notify", "approve", "approveTimeoutMs"})  # the top-level keys a reload applies
 Trigger = Literal["signal", "file", "api"]
 
 

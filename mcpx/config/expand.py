@@ -108,9 +108,12 @@ def _read_env_file(
     if not path.is_absolute() and base_dir is not None:
         path = base_dir / path  # relative to the config file, as a file beside it is meant
     try:
-        text = path.read_text(encoding="utf-8")
+        text = path.read_bytes().decode("utf-8")
     except OSError as exc:
-        problems.append((where, f"server {server!r}: cannot read its envFile {str(path)!r}: {exc.strerror}"))
+        problems.append((where, f"server {server!r}: cannot read its envFile {str(path)!r}: {exc.strerror or exc}"))
+        return {}
+    except ValueError as exc:  # not UTF-8 (UnicodeDecodeError), or a NUL in the path
+        problems.append((where, f"server {server!r}: cannot use its envFile {str(path)!r}: {exc}"))
         return {}
     return parse_env_file(text)
 

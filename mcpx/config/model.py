@@ -12,12 +12,12 @@ import os
 import re
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, model_validator
 
 from ..events.kinds import EventKind
-from . import expand, host_keys
+from . import expand, host_keys, urls
 from .servers import McpxServerOptions as McpxServerOptions
 from .servers import ServerConfig as ServerConfig
 from .servers import TaskSupport as TaskSupport
@@ -43,10 +43,11 @@ class DaemonConfig(_Strict):
     address: Literal["127.0.0.1"] = Field("127.0.0.1", description="Listen address; mcpx only ever binds loopback.")
     port: int = Field(7435, ge=0, le=65535, description="Listen port; 0 picks a free one.")
     maxBodyBytes: int = Field(4 * 1024 * 1024, gt=0, description="Largest request body accepted on /mcp (413 beyond).")
-    allowedOrigins: list[str] = Field(
-        default_factory=list, description="Browser origins allowed besides loopback ones."
+    allowedOrigins: list[Annotated[str, AfterValidator(urls.check_origin)]] = Field(
+        default_factory=list,
+        description="Browser origins allowed besides loopback ones, as browsers send them: `scheme://host[:port]`.",
     )
-    publicUrl: str | None = Field(
+    publicUrl: Annotated[str, AfterValidator(urls.check_http_url)] | None = Field(
         None,
         pattern=r"^https?://[^/?#]+(/[^?#]*)?$",
         description="The base answer links use (`<publicUrl>/answer/<token>`) when the daemon is reached through a"
@@ -186,7 +187,7 @@ class FramesConfig(_Strict):
 class StoreConfig(_Strict):
     """Where tasks, questions, legacy sessions, host connections and the event log are kept."""
 
-    url: str | None = Field(
+    url: Annotated[str, AfterValidator(urls.check_postgres_url)] | None = Field(
         None,
         pattern=r"^postgres(ql)?://",
         description="A PostgreSQL URL (`postgresql://user@host:port/db`) to share one task space between"
@@ -256,9 +257,9 @@ NOTIFY_DEFAULT_EVENTS: list[EventKind] = ["question.opened"]
 
 
 class NotifyWebhook(_Strict):
-    url: str = Field(
-        pattern=r"^https?://[^/?#\s]+[^\s]*$",
-        description="Where each matching event is POSTed as JSON (http or https; docs/notify.md).",
+    url: Annotated[str, AfterValidator(urls.check_webhook_url)] = Field(
+        description="Where each matching event is POSTed as JSON (http or https; docs/notify.md)."
+        " Checked at load as the sender (httpx) parses it.",
     )
     secret: str = Field(
         min_length=16,
@@ -271,8 +272,16 @@ class NotifyWebhook(_Strict):
     )
 
 
+def _runnable(argv: list[str]) -> list[str]:
+    if argv and not argv[0]:
+        raise ValueError("the program (its first item) is empty")
+    for i, arg in enumerate(argv):
+        urls.check_process_text(arg, f"item {i}")
+    return argv
+
+
 class NotifyCommand(_Strict):
-    run: list[str] = Field(
+    run: Annotated[list[str], AfterValidator(_runnable)] = Field(
         min_length=1,
         description="Program and arguments run once per matching event, with the event's JSON on stdin (no"
         " shell); killed after 30 s.",
@@ -381,6 +390,9 @@ def parse_config(
     lists every problem found, each with where it is."""
     if not isinstance(data, dict):
         raise ConfigError(f"{source}: the top level must be a JSON object")
+    unusable = _unusable_setting(data)
+    if unusable is not None:
+        raise ConfigError(f"{source}: {_where(unusable[0])}: {unusable[1]}")
     problems = host_keys.unknown_keys(data, Config, _TOLERATED)
     servers_problem = host_keys.servers_object_problem(data)
     if servers_problem is not None:
@@ -423,6 +435,66 @@ def _is_mcpx_serve(entry: object) -> bool:
     return isinstance(command, str) and isinstance(args, list) and runs_mcpx_serve(command, args)
 
 
+def _unusable_setting(data: dict[str, Any]) -> tuple[tuple[Any, ...], str] | None:
+    """`_unusable` over what mcpx reads: its own keys, not other hosts' (they stay as their hosts wrote them)."""
+    for key in Config.model_fields:
+        if key == "mcpServers" and isinstance(data.get(key), dict):
+            for name, entry in data[key].items():
+                if isinstance(name, str) and not _encodes(name):
+                    return (key, "(a key)"), _SURROGATE
+                if isinstance(entry, dict):
+                    for field in ServerConfig.model_fields:
+                        found = _unusable(entry.get(field), (key, name, field))
+                        if found is not None:
+                            return found
+        elif key in data:
+            found = _unusable(data[key], (key,))
+            if found is not None:
+                return found
+    return None
+
+
+_NUMBER_MAX = 2**53  # what JSON carries exactly (RFC 8259 6), far below SQLite's and PostgreSQL's bigint
+
+
+def _unusable(value: object, where: tuple[Any, ...]) -> tuple[tuple[Any, ...], str] | None:
+    """Where the first value no part of the runtime could use is, and why: a string (a key or a
+    value) with a lone surrogate, which no UTF-8 can carry to a process, a file or a hash; a number
+    beyond 2^53 or not finite (`1e400` reads as infinity), which no millisecond count or limit is."""
+    if isinstance(value, str):
+        return None if value.isascii() or _encodes(value) else (where, _SURROGATE)
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int | float):
+        if not (-_NUMBER_MAX <= value <= _NUMBER_MAX):  # False for NaN too
+            return where, "a number beyond 2^53 (or not finite): no setting can use it"
+        return None
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if isinstance(key, str) and not key.isascii() and not _encodes(key):
+                return (*where, "(a key)"), _SURROGATE
+            found = _unusable(item, (*where, key))
+            if found is not None:
+                return found
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            found = _unusable(item, (*where, i))
+            if found is not None:
+                return found
+    return None
+
+
+_SURROGATE = "not valid Unicode text (a lone surrogate escape)"
+
+
+def _encodes(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 # The models' own keys, plus those other hosts write where mcpx may find them (host_keys.py).
 _TOLERATED: dict[type[BaseModel], Mapping[str, object]] = {
     Config: {**host_keys.TOP_LEVEL_FROM_OTHER_HOSTS, **host_keys.OTHER_HOSTS_SERVER_OBJECTS},
@@ -442,14 +514,38 @@ def _url_from_alias(entry: object) -> object:
 def load_config(path: Path, environ: Mapping[str, str] | None = None) -> Config:
     """Read and check the config file at `path`; `ConfigError` (one message, every problem) if it cannot be used."""
     try:
-        text = path.read_text(encoding="utf-8")
+        raw = path.read_bytes()
     except OSError as exc:
-        raise ConfigError(f"{path}: cannot read: {exc.strerror}") from None
+        raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    except ValueError as exc:  # a NUL in the path
+        raise ConfigError(f"{path!r}: cannot read: {exc}") from None
+    text = utf8_text(raw, str(path))
     try:
-        data = json.loads(text)
+        data = json.loads(text, parse_constant=_not_json)
     except json.JSONDecodeError as exc:
         raise ConfigError(f"{path}: not valid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from None
+    except ValueError as exc:  # NaN, Infinity (_not_json), or a number of more digits than Python converts
+        raise ConfigError(f"{path}: not valid JSON: {exc}") from None
+    except RecursionError:
+        raise ConfigError(f"{path}: not usable JSON: nested too deeply") from None
     return parse_config(data, str(path), environ, path.parent)
+
+
+def utf8_text(raw: bytes, source: str) -> str:
+    """The file's bytes as text; ConfigError naming the first byte that is not UTF-8 (JSON is UTF-8:
+    RFC 8259 8.1)."""
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw.count(b"\n", 0, exc.start) + 1
+        raise ConfigError(
+            f"{source}: not UTF-8 text: byte 0x{raw[exc.start]:02x} at line {line} (offset {exc.start});"
+            " save the file as UTF-8"
+        ) from None
+
+
+def _not_json(constant: str) -> object:
+    raise ValueError(f"{constant} is not a JSON number")
 
 
 CONFIG_SEARCH = "--config, MCPX_CONFIG, ./.mcpx.json, ./.mcp.json, $XDG_CONFIG_HOME/mcpx/config.json"

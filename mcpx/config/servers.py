@@ -8,6 +8,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from . import urls
+
 TaskSupport = Literal["forbidden", "optional", "required"]
 
 
@@ -106,11 +108,30 @@ class ServerConfig(BaseModel):
     def _one_transport(self) -> ServerConfig:
         if (self.command is None) == (self.url is None):
             raise ValueError("each server needs exactly one of `command` (stdio) or `url` (HTTP)")
-        if self.url is not None and not re.match(r"https?://", self.url):
-            raise ValueError("`url` must start with http:// or https://")
+        if self.url is not None:
+            try:
+                urls.parse_http_url(self.url)  # as the upstream's HTTP client (upstream/http/h1.py) reads it
+            except ValueError as exc:
+                raise ValueError(f"`url` {exc}") from None
+        for name, value in self.headers.items():
+            urls.check_header(name, value)
+        if self.command is not None and not self.command.strip():
+            raise ValueError("`command` is empty: name the program to start")
+        for what, text in self._process_texts():
+            urls.check_process_text(text, what)
         if self.url is not None and self.mcpx.scope == "host":
             raise ValueError("`mcpx.scope: host` starts a process per host: only for stdio servers (`command`)")
         return self
+
+    def _process_texts(self) -> list[tuple[str, str]]:
+        """What a stdio server's process is started with, each named as the config names it."""
+        texts = [("`command`", self.command or ""), ("`cwd`", self.cwd or "")]
+        texts += [(f"`args[{i}]`", a) for i, a in enumerate(self.args)]
+        for key, value in self.env.items():
+            if not key or "=" in key:
+                raise ValueError(f"`env` key {key!r} cannot name an environment variable (empty, or has '=')")
+            texts += [(f"`env` key {key!r}", key), (f"`env.{key}`", value)]
+        return texts
 
     @property
     def transport(self) -> str:

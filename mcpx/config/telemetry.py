@@ -6,7 +6,11 @@ in FOREIGN_TOP_LEVEL), so a strict block of that name would refuse a Gemini file
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from typing import Annotated
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+
+from . import urls
 
 
 class TracesConfig(BaseModel):
@@ -18,7 +22,7 @@ class TracesConfig(BaseModel):
         " when `OTEL_EXPORTER_OTLP_ENDPOINT` or `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` is set (unless"
         " `OTEL_SDK_DISABLED=true`). Off: no span is made and the SDK is not even imported.",
     )
-    endpoint: str | None = Field(
+    endpoint: Annotated[str, AfterValidator(urls.check_http_url)] | None = Field(
         None,
         pattern=r"^https?://[^\s]+$",
         description="The OTLP/HTTP collector's base URL (`/v1/traces` is added), e.g. `http://127.0.0.1:4318`;"

@@ -3,8 +3,9 @@
 Each reload reads the file with the same loader the daemon started with. A file that cannot be used
 (bad JSON, an unknown key, a bad value) is refused: the reason is logged, kept for `mcpx status`, and
 the running config keeps serving. A usable one is applied (config/diff.py says what changes: the
-servers, which upstream/reconfigure.py restarts, and the live top-level settings); settings that
-only a restart applies are named as needing one. Either way the reload is an event on the feed (`config.reloaded`, `config.refused`).
+servers, which upstream/reconfigure.py restarts, the notifier's sinks (`notify`: notify/notifier.py)
+and the approval gates' settings); settings that only a restart applies are named as needing one.
+Either way the reload is an event on the feed (`config.reloaded`, `config.refused`).
 """
 
 from __future__ import annotations
@@ -18,12 +19,13 @@ from pathlib import Path
 import anyio
 
 from ..config.diff import ReloadOutcome, ServerChanges, Trigger, diff_servers, needs_restart
-from ..config.model import Config, ConfigError, load_config
+from ..config.model import Config, ConfigError, NotifyConfig, load_config
 from ..events.bus import Event
 
 log = logging.getLogger("mcpx.daemon")
 
 ApplyServers = Callable[[ServerChanges, Config], Awaitable[None]]
+ApplyNotify = Callable[[NotifyConfig], None]  # the notifier's reconfigure
 Record = Callable[[Sequence[Event]], Awaitable[object]]  # the store's append: the event, sequence-numbered
 
 
@@ -35,6 +37,7 @@ class Reloader:
         apply: ApplyServers,
         record: Record,
         *,
+        apply_notify: ApplyNotify | None = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
         """`running` is the config the daemon started with: its settings outside `mcpServers`
@@ -42,6 +45,8 @@ class Reloader:
         self.path = path
         self.started_with = running
         self.servers = running.active_servers  # what the pool runs now
+        self.notify = running.notify  # what the notifier delivers to now
+        self.apply_notify = apply_notify
         self.apply = apply
         self.record = record
         self.clock = clock
@@ -70,7 +75,12 @@ class Reloader:
 
     async def reload(self, trigger: Trigger, by: str) -> ReloadOutcome:
         async with self._lock:
-            outcome = await self._reload(trigger)
+            try:
+                outcome = await self._reload(trigger)
+            except Exception as exc:
+                log.exception("config reload (%s) failed", trigger)
+                error = f"{self.path}: the reload failed: {type(exc).__name__}: {exc}"
+                outcome = ReloadOutcome(trigger, int(self.clock() * 1000), str(self.path), error=error)
             self.last = outcome
             if outcome.applied:
                 log.info("config reloaded (%s): %s", trigger, outcome.summary())
@@ -84,7 +94,10 @@ class Reloader:
             else:
                 log.error("config reload (%s) %s", trigger, outcome.summary())
                 event = Event("config.refused", {**outcome.source(), "error": outcome.error}, by=by)
-            await self.record([event])
+            try:
+                await self.record([event])
+            except Exception as exc:  # noqa: BLE001 - the store refused the event: the reload itself stands
+                log.error("config reload (%s): its event could not be recorded: %s", trigger, exc)
             return outcome
 
     async def _reload(self, trigger: Trigger) -> ReloadOutcome:
@@ -103,4 +116,12 @@ class Reloader:
         changes = diff_servers(self.servers, new.active_servers)
         await self.apply(changes, new)  # the servers that changed, and the live top-level settings
         self.servers = new.active_servers
+        if self.apply_notify is not None and new.notify != self.notify:
+            self.apply_notify(new.notify)
+            log.info(
+                "config reloaded: notify now has %d webhook(s) and %d command hook(s)",
+                len(new.notify.webhooks),
+                len(new.notify.commands),
+            )
+        self.notify = new.notify
         return ReloadOutcome(trigger, now_ms, str(self.path), changes, needs_restart(self.started_with, new))

@@ -31,7 +31,7 @@ from ..api.feed import FeedEndpoint
 from ..api.models import DaemonPhase
 from ..api.operations import Operations
 from ..config.diff import ServerChanges
-from ..config.model import CONFIG_SEARCH, Config
+from ..config.model import CONFIG_SEARCH, Config, NotifyConfig
 from ..connections.registry import ConnectionRegistry
 from ..events.bus import EventBus
 from ..host import remote_changes
@@ -69,6 +69,7 @@ from ..upstream.pool import UpstreamPool, UpstreamServer
 from ..upstream.reconfigure import Reconfigurer
 from ..upstream.stdio.send_fault import BeforeSend
 from . import config_watch, state_folder
+from .background import Background
 from .reloader import Reloader
 
 log = logging.getLogger("mcpx.daemon")
@@ -120,6 +121,7 @@ class Daemon:
         *,
         before_commit: BeforeCommit | None = None,  # tests only (store/faults.py)
         before_send: BeforeSend | None = None,  # tests only (upstream/stdio/send_fault.py)
+        background_faults: Path | None = None,  # tests only (daemon/background.py)
     ) -> None:
         self.config = config
         self.config_path = config_path
@@ -189,7 +191,11 @@ class Daemon:
         # Reloading the config (SIGHUP, the file changing, POST /v1/config/reload) changes the servers;
         # a leaving server's calls may keep it up to tasks.ttlMs (no task outlives that).
         self.reconfigurer = Reconfigurer(self.pool, self.instances, self.hub.list_changed, config.tasks.ttlMs / 1000)
-        self.reloader = Reloader(config_path, config, self._apply_config, store.append)
+        # Long-lived background work runs under one rule: a failure is logged, an event, and retried (background.py).
+        self.background = Background(store.append, fault_folder=background_faults)
+        self.reloader = Reloader(
+            config_path, config, self._apply_config, store.append, apply_notify=self._reconfigure_notify
+        )
         self.registry = ConnectionRegistry(
             store,
             config.connections.idleCloseS,
@@ -236,7 +242,7 @@ class Daemon:
         )
         # Webhooks and command hooks (docs/notify.md): fed from the bus, never holding it up.
         self.notifier = Notifier.from_config(
-            config.notify, self.bus, httpx.AsyncClient(), answer_link=self._answer_link
+            config.notify, self.bus, httpx.AsyncClient(), answer_link=self._answer_link, report=self.background.report
         )
         self.phase: DaemonPhase = "starting"
         self.url: str | None = None
@@ -244,6 +250,9 @@ class Daemon:
         self._shim_socket: ShimSocket | None = None
 
     # ---- links between parts that need each other (see the class docstring) ----------------
+    def _reconfigure_notify(self, notify: NotifyConfig) -> None:
+        self.notifier.reconfigure(notify)
+
     async def _task_changed(self, task: Task) -> None:
         await self.dispatcher.eras.task_changed(task)
 
@@ -377,6 +386,7 @@ class Daemon:
             "frames": self.engine.frames.usage(),
             "notify": self.notifier.status(),
             "lastReload": self.reloader.last.wire() if self.reloader.last is not None else None,
+            "background": self.background.status(),
         }
 
     def _say_what_the_config_did(self) -> None:
@@ -456,30 +466,33 @@ class Daemon:
             server.on_drain = self._drain
             self._server = server
             async with anyio.create_task_group() as tg:
-                await tg.start(self.notifier.run)  # subscribed before anything below makes an event
-                await tg.start(self.metrics.tap, self.bus)  # likewise: counts tasks and questions
+                # Every long-lived loop below runs under `keep` (background.py): no failure of one ends serving.
+                bg = self.background
+                bg.run_under(tg)
+                keep = bg.keep
+                await bg.keep_started("notifier", self.notifier.run)  # subscribed before anything makes an event
+                await bg.keep_started("metrics", self.metrics.tap, self.bus)  # likewise: counts tasks and questions
                 self.router.run_under(tg)
-                await self.engine.start(tg)
+                await self.engine.start(tg, keep)
                 # Before anyone can answer: what the previous run left open waits for nobody now
                 # (on a shared store, only this instance's own; _claimed takes its tasks').
                 shared, me = self.engine.shares_store, self.instance
                 await self._abandon(lambda q: not shared or (q.task_id is None and q.instance == me))
-                tg.start_soon(self.dispatcher.calls.plain.sweep)  # lists hosts' long plain calls
-                tg.start_soon(retention.sweep_forever, self.engine.store, int(self.config.store.keepClosedS * 1000))
+                keep("plain-calls", self.dispatcher.calls.plain.sweep)  # lists hosts' long plain calls
+                keep("retention", retention.sweep_forever, self.engine.store, int(self.config.store.keepClosedS * 1000))
                 if self.engine.shares_store:  # hosts here hear of changes other daemons make
                     eras = self.dispatcher.eras
-                    tg.start_soon(
-                        remote_changes.relay, self.bus, self.hub, self.engine.store.get_task, eras.task_changed
-                    )
+                    keep("remote-changes", remote_changes.relay, self.bus, self.hub, self.engine.store.get_task,
+                         eras.task_changed)  # fmt: skip
                 await self.registry.restore()
-                tg.start_soon(self.registry.run)
-                await self.pool.run(tg)
-                await self.instances.run(tg)
-                self.reconfigurer.run(tg)
+                keep("registry", self.registry.run)
+                await self.pool.run(tg, keep)
+                await self.instances.run(tg, keep)
+                self.reconfigurer.run(tg, keep)
                 if self.config_path is not None:
                     self.reloader.note_current()
-                    tg.start_soon(config_watch.watch, self.config_path, self.reloader.file_changed)
-                tg.start_soon(self._signals, server)
+                    keep("config-watch", config_watch.watch, self.config_path, self.reloader.file_changed)
+                keep("signals", self._signals, server)
                 # Serve once every upstream had its (bounded) chance to start, so the capabilities
                 # a host is given at initialize/discover already include what the upstreams offer.
                 await self.pool.wait_started()
@@ -520,6 +533,7 @@ class Daemon:
                 tg.cancel_scope.cancel()
             self.phase = "stopped"
         finally:
+            await self.notifier.aclose()
             with anyio.CancelScope(shield=True):
                 await shim_socket.aclose()
             if self.tracing:

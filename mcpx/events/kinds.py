@@ -22,6 +22,7 @@ EventKind = Literal[
     "question.abandoned",
     "config.reloaded",
     "config.refused",
+    "daemon.background_failed",
 ]
 EVENT_KINDS: tuple[EventKind, ...] = get_args(EventKind)
 # The kinds that close a question, however it ended.

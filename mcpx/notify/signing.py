@@ -12,6 +12,7 @@ import hmac
 TIMESTAMP_HEADER = "X-Mcpx-Timestamp"
 SIGNATURE_HEADER = "X-Mcpx-Signature"
 VERSION = "v1"
+_TIMESTAMP_DIGITS = 20  # more than any Unix time in seconds; int() refuses past 4,300 digits
 
 
 def signature(secret: str, timestamp: int, body: bytes) -> str:
@@ -27,9 +28,14 @@ def headers(secret: str, timestamp: int, body: bytes) -> dict[str, str]:
     }
 
 
-def verify(secret: str, timestamp: str, signature_header: str, body: bytes) -> bool:
-    """What a receiver does (docs/notify.md shows the same): recompute and compare in constant time."""
-    if not timestamp.isdigit():
+def verify(secret: str, timestamp: object, signature_header: object, body: bytes) -> bool:
+    """What a receiver does (docs/notify.md shows the same): recompute and compare in constant time.
+    False for anything malformed: a missing (None) or non-string header, a timestamp that is not plain
+    ASCII digits, a signature of other characters; it never raises on what a request carries."""
+    if not isinstance(timestamp, str) or not isinstance(signature_header, str):
         return False
-    expected = f"{VERSION}={signature(secret, int(timestamp), body)}"
-    return hmac.compare_digest(expected, signature_header)
+    if not (timestamp.isascii() and timestamp.isdigit()) or len(timestamp) > _TIMESTAMP_DIGITS:
+        return False
+    expected = f"{VERSION}={signature(secret, int(timestamp), body)}".encode()
+    # As bytes: compare_digest refuses str with characters beyond ASCII (TypeError).
+    return hmac.compare_digest(expected, signature_header.encode("utf-8", "replace"))

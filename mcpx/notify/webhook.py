@@ -13,7 +13,8 @@ from . import backoff, signing
 from .outbox import SinkStats
 from .payload import Undelivered
 
-ATTEMPT_TIMEOUT_S = 10.0  # per attempt: a receiver that hangs holds only its own sink's queue
+ATTEMPT_TIMEOUT_S = 10.0  # per attempt, all of it: a receiver that hangs holds only its own sink's queue
+RESPONSE_CAP = 64 * 1024  # bytes of an answer's body read at most (only its status matters)
 
 
 class Webhook:
@@ -60,15 +61,36 @@ class Webhook:
             await self._sleep(delay)
 
     async def _attempt(self, body: bytes) -> tuple[bool, str] | None:
-        """None when delivered, else (worth retrying, what went wrong)."""
+        """None when delivered, else (worth retrying, what went wrong). One deadline covers the whole
+        attempt (connecting, sending, the answer's head and what is read of its body): a receiver that
+        trickles its answer a byte at a time is cut at the deadline as one that hangs is."""
         # Signed at each attempt: the timestamp says when this request was sent.
         headers = {"Content-Type": "application/json", **signing.headers(self._secret, int(self._clock()), body)}
+        status: int | None = None
         try:
-            resp = await self._client.post(self.url, content=body, headers=headers, timeout=self._timeout)
-        except httpx.TimeoutException:
-            return True, f"no answer within {self._timeout:g} s"
+            with anyio.fail_after(self._timeout):
+                async with self._client.stream(
+                    "POST", self.url, content=body, headers=headers, timeout=self._timeout
+                ) as resp:
+                    status = resp.status_code
+                    await _drain(resp)
+        except (TimeoutError, httpx.TimeoutException):
+            if status is None:  # once the status came, what follows of the body does not matter
+                return True, f"no answer within {self._timeout:g} s"
         except httpx.HTTPError as exc:
-            return True, f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
-        if 200 <= resp.status_code < 300:
+            if status is None:
+                return True, f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+        assert status is not None
+        if 200 <= status < 300:
             return None
-        return backoff.retryable_status(resp.status_code), f"HTTP {resp.status_code} from the receiver"
+        return backoff.retryable_status(status), f"HTTP {status} from the receiver"
+
+
+async def _drain(resp: httpx.Response) -> None:
+    """Read (and drop) the answer's body up to RESPONSE_CAP, so its connection can serve the next
+    delivery; a longer one is left unread and its connection closed. Nothing of it is kept."""
+    read = 0
+    async for chunk in resp.aiter_raw():  # raw: a compressed body is not inflated to count it
+        read += len(chunk)
+        if read > RESPONSE_CAP:
+            return

@@ -90,25 +90,39 @@ class WriteQueue:
         assert self._recv is not None
         recv = self._recv
         self._draining = True
+        batch: list[Write] = []
         try:
             if self._closed_unread:
+                self._drained.set()
                 return  # closed before any writer ran: nothing was (or can be) queued
-            async with recv:
-                async for first in recv:
-                    batch = [first]
-                    while len(batch) < BATCH_MAX:
-                        try:
-                            batch.append(recv.receive_nowait())
-                        except (anyio.WouldBlock, anyio.EndOfStream):  # EndOfStream: closed meanwhile
-                            break
-                    if self.commit_timer is None:
-                        await commit(batch)
-                    else:
-                        began = time.perf_counter()
-                        await commit(batch)
-                        self.commit_timer(time.perf_counter() - began)
+            async for first in recv:
+                batch = [first]
+                while len(batch) < BATCH_MAX:
+                    try:
+                        batch.append(recv.receive_nowait())
+                    except (anyio.WouldBlock, anyio.EndOfStream):  # EndOfStream: closed meanwhile
+                        break
+                if self.commit_timer is None:
+                    await commit(batch)
+                else:
+                    began = time.perf_counter()
+                    await commit(batch)
+                    self.commit_timer(time.perf_counter() - began)
+                batch = []
+        except BaseException as exc:
+            # The queue stays open, for the writer to be started again (daemon/background.py) after a
+            # failure outside the commit's own handling; a stop closes it from the sending side (shut).
+            if not isinstance(exc, Exception):
+                self._drained.set()
+            raise
         finally:
-            self._drained.set()
+            for write in batch:  # cut mid-batch: its waiters learn it instead of waiting for ever
+                if not write.done.is_set():
+                    write.error = write.error or StoreError("the store's writer stopped before this write committed")
+                    write.stored = []
+                    write.done.set()
+        recv.close()
+        self._drained.set()
 
 
 @dataclass(frozen=True)

@@ -20,6 +20,7 @@ import anyio
 from anyio.abc import TaskGroup
 
 from ..events.bus import Event
+from ..events.keep import Keep, start_kept
 from ..protocol.errors import INTERNAL_ERROR, McpError, UpstreamError
 from ..protocol.revisions import Era
 from ..records.task import (
@@ -185,17 +186,18 @@ class TaskEngine:
         """Other daemons use the same store (PostgreSQL): some tasks and questions are theirs."""
         return self.lease_ms is not None
 
-    async def start(self, tg: TaskGroup) -> None:
-        """Open the store, settle tasks a previous daemon left running, start writer and expiry."""
+    async def start(self, tg: TaskGroup, keep: Keep | None = None) -> None:
+        """Open the store, settle tasks a previous daemon left running, start writer and expiry
+        (under `keep`, the daemon's rule for background work, when given)."""
         await self.store.open()
         self.tg = tg
-        tg.start_soon(self.store.run_writer)
+        start_kept(tg, keep, "store-writer", self.store.run_writer)
         if self.lease_ms is not None:  # alive in `instances` before taking anything over
             await self.store.renew_lease(now_ms(), self.lease_ms)
         await self._settle(await self.store.claim_open(now_ms(), own=True))
-        tg.start_soon(self._expire_loop)
+        start_kept(tg, keep, "task-expiry", self._expire_loop)
         if self.lease_ms is not None:
-            tg.start_soon(self._lease_loop, self.lease_ms)
+            start_kept(tg, keep, "lease", self._lease_loop, self.lease_ms)
 
     async def _settle(self, claims: list[Claim]) -> None:
         """Carry on the tasks this daemon now answers for (its own after a restart, or a lost

@@ -17,6 +17,7 @@ from collections.abc import Callable
 import anyio
 from anyio.abc import TaskGroup
 
+from ..events.keep import Keep, start_kept
 from ..protocol.errors import LimitReached
 from .pool import UpstreamServer
 
@@ -34,13 +35,16 @@ class HostInstances:
         self.make = make
         self.clock = clock
         self.tg: TaskGroup | None = None
+        self.keep: Keep | None = None
         self._running: dict[str, dict[str, UpstreamServer]] = {}  # server key -> connection id -> process
         self._freed = anyio.Event()  # some process stopped: a waiting host may have room now
 
-    async def run(self, tg: TaskGroup) -> None:
-        """Under the daemon's task group: start processes there, and stop the idle ones."""
+    async def run(self, tg: TaskGroup, keep: Keep | None = None) -> None:
+        """Under the daemon's task group: start processes there, and stop the idle ones (under `keep`,
+        the daemon's rule for background work, when given)."""
         self.tg = tg
-        tg.start_soon(self._sweep)
+        self.keep = keep
+        start_kept(tg, keep, "host-instances", self._sweep)
 
     def count(self, key: str) -> int:
         return len(self._running.get(key, {}))
@@ -72,7 +76,7 @@ class HostInstances:
         own = self.make(shared, connection)
         running[connection] = own
         assert self.tg is not None, "host instances not started"
-        self.tg.start_soon(own.run)
+        start_kept(self.tg, self.keep, f"upstream:{shared.key}@{connection}", own.run)
         log.info("upstream %s: started a process for connection %s (%d running)", shared.key, connection, len(running))
         return own
 

@@ -15,6 +15,7 @@ import anyio
 from anyio.abc import TaskGroup, TaskStatus
 
 from ..config.model import Config, ServerConfig
+from ..events.keep import Keep, start_kept
 from ..protocol import jsonrpc
 from ..protocol.errors import InvalidParams, LimitReached, McpError, UpstreamError, UpstreamUnavailable
 from .catalogue import CHANGED, KINDS, Naming, template_matches, valid_items
@@ -643,14 +644,15 @@ class UpstreamPool:
             ask_operator=self._ask_operator,
         )
 
-    async def run(self, tg: TaskGroup) -> None:
+    async def run(self, tg: TaskGroup, keep: Keep | None = None) -> None:
+        """Start every server's supervisor (under `keep`, the daemon's rule for background work, when given)."""
         self.foreign.start(tg)
         if self.keepers_folder is not None and self.keepers_folder.is_dir():
             # Keepers a previous daemon left for servers this config no longer runs under keepers.
             kept = {key for key, s in self.servers.items() if s.keepers is not None}
             await retire_unconfigured(self.keepers_folder, kept)
         for server in self.servers.values():
-            tg.start_soon(server.run)
+            start_kept(tg, keep, f"upstream:{server.key}", server.run)
 
     async def wait_started(self, wait: float = READY_WAIT_S) -> None:
         """Give every upstream a bounded chance to come up, so a first tools/list is complete."""

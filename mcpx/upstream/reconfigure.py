@@ -18,6 +18,7 @@ from anyio.abc import TaskGroup
 
 from ..config.diff import ServerChanges
 from ..config.model import Config
+from ..events.keep import Keep, start_kept
 from .catalogue import KINDS
 from .host_scoped import HostInstances
 from .pool import UpstreamPool, UpstreamServer
@@ -39,11 +40,14 @@ class Reconfigurer:
         self.drain_limit_s = drain_limit_s
         self.draining: set[UpstreamServer] = set()  # left the pool, not stopped yet
         self._tg: TaskGroup | None = None
+        self._keep: Keep | None = None
         self._locks: dict[str, anyio.Lock] = {}
 
-    def run(self, tg: TaskGroup) -> None:
-        """Start (and drain) servers under the daemon's task group."""
+    def run(self, tg: TaskGroup, keep: Keep | None = None) -> None:
+        """Start (and drain) servers under the daemon's task group (each under `keep`, the daemon's
+        rule for background work, when given: a server is started again, a retirement not repeated)."""
         self._tg = tg
+        self._keep = keep
 
     async def apply(self, changes: ServerChanges, config: Config) -> None:
         """Swap the pool's servers for the new config's in one step, then start, drain and stop."""
@@ -62,9 +66,9 @@ class Reconfigurer:
             hosts_own = self.instances.take(key)  # `scope: host` processes of the old entry
             self.draining.update([server, *hosts_own])
             why = "its config entry changed" if key in changes.changed else "it was removed from the config"
-            tg.start_soon(self._retire, server, hosts_own, why)
+            start_kept(tg, self._keep, f"reload:retire {key}", self._retire, server, hosts_own, why, restart=False)
         for key in (*changes.added, *changes.changed):
-            tg.start_soon(self._start, fresh[key])
+            start_kept(tg, self._keep, f"upstream:{key}", self._start, fresh[key])
         gone = _listed_kinds(leaving.values())
         if gone:
             await self.on_listing_changed(gone)

@@ -129,6 +129,10 @@ def test_the_console_toasts_a_reload_and_a_refusal_and_nothing_else() -> None:
     assert restart is not None and restart.severity == "warning" and "daemon.port" in restart.text
     refused = config_notice(_event("config.refused", {"error": "bad key"}))
     assert refused is not None and refused.severity == "error" and refused.text.startswith("bad key")
+    failed = config_notice(_event("daemon.background_failed", {"task": "notifier", "error": "E: x",
+                                                               "action": "restarting", "retryInS": 0.5}))  # fmt: skip
+    assert failed is not None and failed.title == "notifier failed" and failed.severity == "error"
+    assert failed.text == "E: x\nstarting it again in 0.5 s; the daemon serves on"
     assert config_notice(_event("task.status", {})) is None
     assert config_notice({"type": "heartbeat"}) is None
 

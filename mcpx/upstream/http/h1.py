@@ -42,13 +42,14 @@ import urllib.request
 from collections.abc import AsyncIterator, Mapping
 from http.cookiejar import CookieJar
 from types import TracebackType
-from urllib.parse import quote, unquote, urlsplit
+from urllib.parse import quote, unquote
 
 import anyio
 from anyio.abc import ByteStream, SocketAttribute
 from anyio.streams.tls import TLSStream
 
 from ... import __version__
+from ...config import urls
 from . import proxy
 
 # Below the 5 s idle timeout of uvicorn and Node, so mcpx seldom writes a POST on a connection the
@@ -273,13 +274,13 @@ class Client:
     def __init__(
         self, url: str, *, connect_timeout: float = 30.0, write_timeout: float = 30.0, max_connections: int = 100
     ) -> None:
-        parts = urlsplit(url)
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise ValueError(f"not an http(s) URL: {url!r}")
+        # The config's load checked `url` with this same parser (config/urls.py): it cannot fail here for a
+        # URL the config took.
+        parts = urls.parse_http_url(url)
         self.url = url
-        self.tls = parts.scheme == "https"
-        self.host = parts.hostname if parts.hostname.isascii() else parts.hostname.encode("idna").decode()
-        self.port = parts.port or (443 if self.tls else 80)
+        self.tls = parts.tls
+        self.host = parts.host
+        self.port = parts.port
         bracketed = f"[{self.host}]" if ":" in self.host else self.host
         default_port = self.port == (443 if self.tls else 80)
         self.host_header = bracketed if default_port else f"{bracketed}:{self.port}"
@@ -293,7 +294,7 @@ class Client:
         self.proxy: proxy.Proxy | None = None
         self.proxy_error: str | None = None  # the environment names a proxy mcpx cannot use
         try:
-            self.proxy = proxy.for_origin(parts.scheme, self.host, self.port)
+            self.proxy = proxy.for_origin("https" if self.tls else "http", self.host, self.port)
         except proxy.ProxyError as exc:
             self.proxy_error = str(exc)
         if self.proxy is not None and not self.tls:
