@@ -70,8 +70,8 @@ def test_a_gated_call_waits_runs_once_allowed_and_the_audit_names_the_approver(
         box = _echo_aside(d, host, "ship it")
         q = _approval(api)
         assert q["hostCanAnswer"] is False and q["method"] == "elicitation/create"
-        # mcpx's own gate asks (#39 item 6), naming the host's process (this test's).
-        me = naming.process_label(os.getpid())
+        # mcpx's own gate asks (#39 item 6), naming the host: its clientInfo name, then its process.
+        me = naming.shown_label(None, naming.process_label(os.getpid()), {"name": "pytest-raw"})
         assert q["params"]["message"] == f'mcpx asks: may {me} run fx__echo (on fx)? Arguments: {{"text": "ship it"}}'
 
         time.sleep(0.3)

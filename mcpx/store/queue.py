@@ -112,7 +112,8 @@ class WriteQueue:
         except BaseException as exc:
             # The queue stays open, for the writer to be started again (daemon/background.py) after a
             # failure outside the commit's own handling; a stop closes it from the sending side (shut).
-            if not isinstance(exc, Exception):
+            if not isinstance(exc, Exception):  # cancelled: the store is going away, the queue with it
+                recv.close()
                 self._drained.set()
             raise
         finally:

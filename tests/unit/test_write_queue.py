@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import gc
+import warnings
+
 import anyio
 import pytest
 
@@ -29,3 +32,29 @@ async def test_a_queue_closed_right_after_a_write_drains_it_and_ends_without_an_
         with anyio.fail_after(5):
             await queue.drain(commit)
     assert [len(b) for b in batches] == [1]
+
+
+def test_a_writer_cancelled_with_its_store_closes_its_queue() -> None:
+    """A store torn down under its writer (a task group cancelled): the queue's receiving end is
+    closed with it, not left for the garbage collector's ResourceWarning in whatever test runs next."""
+
+    async def main() -> WriteQueue:
+        queue = WriteQueue()
+        queue.open()
+
+        async def commit(batch: list[Write]) -> None:
+            raise AssertionError("nothing was queued")
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(queue.drain, commit)
+            await anyio.wait_all_tasks_blocked()
+            tg.cancel_scope.cancel()
+        return queue
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        queue = anyio.run(main)
+        queue.close()  # the sending side, as shut() closes it
+        del queue
+        gc.collect()
+    assert [str(w.message) for w in caught if issubclass(w.category, ResourceWarning)] == []
