@@ -8,6 +8,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from .oauth import OAuthConfig
+
 TaskSupport = Literal["forbidden", "optional", "required"]
 
 
@@ -98,6 +100,11 @@ class ServerConfig(BaseModel):
     headers: dict[str, str] = Field(
         default_factory=dict, description="Extra HTTP headers sent to `url` (e.g. Authorization)."
     )
+    oauth: OAuthConfig | None = Field(
+        None,
+        description="How mcpx signs in to this HTTP upstream with OAuth 2.1 (see `mcpServers.<name>.oauth`);"
+        " unset: discovery and dynamic registration, when the server asks for a sign-in.",
+    )
     mcpx: McpxServerOptions = Field(
         default_factory=McpxServerOptions, description="mcpx's own options for this server."
     )
@@ -110,6 +117,8 @@ class ServerConfig(BaseModel):
             raise ValueError("`url` must start with http:// or https://")
         if self.url is not None and self.mcpx.scope == "host":
             raise ValueError("`mcpx.scope: host` starts a process per host: only for stdio servers (`command`)")
+        if self.oauth is not None and self.url is None:
+            raise ValueError("`oauth` is for HTTP upstreams (`url`): a stdio server gets its credentials from `env`")
         if self.command is not None and runs_mcpx_serve(self.command, self.args):
             raise ValueError(
                 "this server is `mcpx serve` itself: mcpx would proxy itself (leave mcpx out of its own config)"
@@ -119,6 +128,11 @@ class ServerConfig(BaseModel):
     @property
     def transport(self) -> str:
         return "stdio" if self.command is not None else "http"
+
+    @property
+    def static_authorization(self) -> bool:
+        """`headers` carries an Authorization of its own: mcpx sends it as given and never signs in."""
+        return any(name.lower() == "authorization" for name in self.headers)
 
 
 def runs_mcpx_serve(command: str, args: list[str]) -> bool:

@@ -21,5 +21,8 @@ EventKind = Literal[
     "question.expired",
     "config.reloaded",
     "config.refused",
+    "upstream.needs_login",
+    "upstream.signed_in",
+    "upstream.signed_out",
 ]
 EVENT_KINDS: tuple[EventKind, ...] = get_args(EventKind)
