@@ -14,7 +14,7 @@ from typing import Annotated, Any
 import anyio
 from fastapi import FastAPI, HTTPException, Path, Query
 
-from ..upstream.auth.errors import AuthError
+from ..upstream.auth.auth_errors import AuthError
 from ..upstream.auth.upstream_auth import UpstreamAuth
 from ..upstream.pool import UpstreamServer
 from . import models

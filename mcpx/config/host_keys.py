@@ -242,6 +242,8 @@ def ignored_auth(servers: object) -> list[str]:
     """Notes for servers that rely on another host's way of authenticating, which mcpx does not run."""
     notes = []
     for name, entry in servers.items() if isinstance(servers, dict) else ():
+        if isinstance(entry, dict) and "oauth" in entry and "command" in entry:
+            notes.append(f"server {name!r}: 'oauth' is for HTTP upstreams (`url`); a stdio server's is ignored")
         for key in ("headersHelper", "auth"):
             if isinstance(entry, dict) and key in entry:
                 notes.append(

@@ -117,8 +117,6 @@ class ServerConfig(BaseModel):
             raise ValueError("`url` must start with http:// or https://")
         if self.url is not None and self.mcpx.scope == "host":
             raise ValueError("`mcpx.scope: host` starts a process per host: only for stdio servers (`command`)")
-        if self.oauth is not None and self.url is None:
-            raise ValueError("`oauth` is for HTTP upstreams (`url`): a stdio server gets its credentials from `env`")
         if self.command is not None and runs_mcpx_serve(self.command, self.args):
             raise ValueError(
                 "this server is `mcpx serve` itself: mcpx would proxy itself (leave mcpx out of its own config)"

@@ -14,7 +14,7 @@ from urllib.parse import urlencode, urlsplit, urlunsplit
 
 from authlib.oauth2.rfc7636 import create_s256_code_challenge
 
-from .errors import AuthError
+from .auth_errors import AuthError
 from .metadata import AuthServer
 
 

@@ -11,7 +11,9 @@ import re
 from dataclasses import dataclass, field
 
 _TOKEN = r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+"
-_PARAM = re.compile(rf"\s*({_TOKEN})\s*=\s*(?:\"((?:[^\"\\]|\\.)*)\"|({_TOKEN}))\s*")
+# An unquoted value is taken up to a comma or a space: servers write `scope=mcp:basic`, whose ':' a
+# strict token would not allow.
+_PARAM = re.compile(rf"\s*({_TOKEN})\s*=\s*(?:\"((?:[^\"\\]|\\.)*)\"|([^\s,\"]+))\s*")
 _SCHEME = re.compile(rf"\s*({_TOKEN})(?:\s+|$|(?=,))")
 _TOKEN68 = re.compile(r"[A-Za-z0-9\-._~+/]+=*\s*(?=,|$)")
 

@@ -11,10 +11,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from authlib.oauth2.auth import encode_client_secret_basic
-from authlib.oauth2.rfc7523 import private_key_jwt_sign
-from joserfc import jwk
 
-from .errors import AuthError
+from .auth_errors import AuthError
 
 JWT_BEARER_ASSERTION = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
 SIGNING_ALGORITHMS = ("RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA")
@@ -86,6 +84,8 @@ def assertion(client: Client, audience: str) -> str:
     """A client assertion (RFC 7523 3): iss and sub the client id, aud the authorization server."""
     if client.private_key is None:
         raise AuthError("private_key_jwt needs a private key (oauth.privateKey or oauth.privateKeyFile)")
+    from authlib.oauth2.rfc7523 import private_key_jwt_sign  # JOSE is loaded only by those who sign
+
     return str(
         private_key_jwt_sign(
             load_key(client.private_key, client.signing_algorithm),
@@ -98,6 +98,8 @@ def assertion(client: Client, audience: str) -> str:
 
 def load_key(pem: str, algorithm: str) -> Any:
     """The PEM private key as a JOSE key of the algorithm's family."""
+    from joserfc import jwk
+
     if algorithm not in SIGNING_ALGORITHMS:
         raise AuthError(f"signing algorithm {algorithm!r} is not one of {', '.join(SIGNING_ALGORITHMS)}")
     family: Any = jwk.RSAKey if algorithm[:2] in ("RS", "PS") else jwk.ECKey if algorithm[:2] == "ES" else jwk.OKPKey

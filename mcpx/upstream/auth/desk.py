@@ -19,7 +19,7 @@ from anyio.abc import TaskGroup, TaskStatus
 
 from ...config.servers import ServerConfig
 from . import fetch, loopback
-from .errors import AuthError
+from .auth_errors import AuthError
 from .upstream_auth import OnEvent, Redirects, UpstreamAuth
 from .vault import Vault
 

@@ -7,7 +7,7 @@ import httpx
 
 from . import fetch, metadata
 from .challenge import Challenge
-from .errors import AuthError
+from .auth_errors import AuthError
 from .metadata import AuthServer, ProtectedResource
 
 

@@ -11,7 +11,7 @@ from typing import Any
 import httpx
 
 from ...protocol import fastjson
-from .errors import AuthError
+from .auth_errors import AuthError
 
 MAX_BODY = 1024 * 1024
 TIMEOUT_S = 15.0

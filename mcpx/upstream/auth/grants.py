@@ -9,7 +9,7 @@ import httpx
 
 from . import client_auth, fetch, registration, tokens
 from .client_auth import Client
-from .errors import AuthError
+from .auth_errors import AuthError
 from .metadata import AuthServer
 from .tokens import TokenSet
 

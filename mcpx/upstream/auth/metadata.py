@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-from .errors import AuthError
+from .auth_errors import AuthError
 
 PRM_SUFFIX = "/.well-known/oauth-protected-resource"
 

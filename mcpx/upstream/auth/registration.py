@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from .client_auth import Client
-from .errors import AuthError
+from .auth_errors import AuthError
 
 CLIENT_NAME = "mcpx"
 

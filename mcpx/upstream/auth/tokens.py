@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from .errors import AuthError
+from .auth_errors import AuthError
 
 # Refresh when this little is left of a token's life (or a tenth of it, for short-lived tokens), so a
 # call does not leave with a token that expires on the way.

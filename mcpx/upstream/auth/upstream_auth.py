@@ -33,7 +33,7 @@ from .authorize import LoginRequest
 from .challenge import Challenge, bearer
 from .client_auth import Client
 from .credentials import Credentials
-from .errors import AuthError
+from .auth_errors import AuthError
 from .metadata import AuthServer, ProtectedResource
 from .tokens import TokenSet
 from .vault import Vault
@@ -169,7 +169,8 @@ class UpstreamAuth:
             if self._fresh_since(sent):
                 return True
             asked = self.creds.scopes if self.creds is not None else []
-            granted = self._tokens().scopes if self._tokens() is not None else None  # type: ignore[union-attr]
+            held = self._tokens()
+            granted = held.scopes if held is not None else None
             wanted = scopes.union(asked or (granted or []), found.scopes)
             if scopes.covers(asked or granted, found.scopes):
                 self.step_ups += 1  # it was asked for and granted, and still refused
@@ -201,7 +202,8 @@ class UpstreamAuth:
                 await event.wait()
                 return
             async with self._lock:
-                await self._adopt_stored(self._tokens().access_token if self._tokens() is not None else None)  # type: ignore[union-attr]
+                held = self._tokens()
+                await self._adopt_stored(held.access_token if held is not None else None)
 
     # ---- signing in -------------------------------------------------------------------------
     async def start_login(self, by: str) -> Login:
