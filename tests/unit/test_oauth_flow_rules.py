@@ -10,9 +10,9 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 
 from mcpx.upstream.auth import authorize, client_auth, registration, scopes, seal, tokens
+from mcpx.upstream.auth.auth_errors import AuthError
 from mcpx.upstream.auth.client_auth import Client
 from mcpx.upstream.auth.credentials import Credentials
-from mcpx.upstream.auth.auth_errors import AuthError
 from mcpx.upstream.auth.metadata import AuthServer
 
 # ---- scopes ------------------------------------------------------------------------------------

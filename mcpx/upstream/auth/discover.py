@@ -6,8 +6,8 @@ from __future__ import annotations
 import httpx
 
 from . import fetch, metadata
-from .challenge import Challenge
 from .auth_errors import AuthError
+from .challenge import Challenge
 from .metadata import AuthServer, ProtectedResource
 
 

@@ -8,8 +8,8 @@ import time
 import httpx
 
 from . import client_auth, fetch, registration, tokens
-from .client_auth import Client
 from .auth_errors import AuthError
+from .client_auth import Client
 from .metadata import AuthServer
 from .tokens import TokenSet
 

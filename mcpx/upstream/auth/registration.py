@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from .client_auth import Client
 from .auth_errors import AuthError
+from .client_auth import Client
 
 CLIENT_NAME = "mcpx"
 

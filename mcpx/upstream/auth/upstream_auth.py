@@ -29,11 +29,11 @@ import httpx
 from ...config.oauth import OAuthConfig
 from ...events.bus import Event
 from . import authorize, client_auth, discover, grants, scopes
+from .auth_errors import AuthError
 from .authorize import LoginRequest
 from .challenge import Challenge, bearer
 from .client_auth import Client
 from .credentials import Credentials
-from .auth_errors import AuthError
 from .metadata import AuthServer, ProtectedResource
 from .tokens import TokenSet
 from .vault import Vault
