@@ -74,7 +74,7 @@ def test_a_private_key_file_is_found_beside_the_config_and_must_be_readable(tmp_
     (tmp_path / "key.pem").write_text("pem")
     o = oauth_of({"grantType": "client_credentials", "clientId": "c", "privateKeyFile": "key.pem"}, base=tmp_path)
     assert o.privateKeyFile == str(tmp_path / "key.pem")
-    with pytest.raises(ConfigError, match="cannot read its oauth.privateKeyFile"):
+    with pytest.raises(ConfigError, match=r"cannot read its oauth\.privateKeyFile"):
         oauth_of({"grantType": "client_credentials", "clientId": "c", "privateKeyFile": "gone.pem"}, base=tmp_path)
 
 
