@@ -16,8 +16,9 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pgcluster
 import pytest
-from harness import Api, Daemon, RawHost, wait_until
+from harness import Api, Daemon, RawHost, postgres_only, wait_until
 from oauth_fixture import OAuthServer, mcpx_login
 
 
@@ -260,3 +261,29 @@ def _refused(port: int) -> bool:
     except httpx.ConnectError:
         return True
     return False
+
+
+@postgres_only
+def test_a_second_daemon_on_postgresql_uses_the_same_sign_in(
+    tmp_path: Path,
+    oauth_server: Callable[..., OAuthServer],
+    start_daemon: Callable[..., Daemon],
+    pg_cluster: pgcluster.Cluster,
+) -> None:
+    """Two daemons on one database with one key file (`store.secretsKeyFile`): one signs in, the
+    other is ready with the same token, without a sign-in of its own; one's refresh serves both."""
+    server = oauth_server("--token-ttl", "3")
+    store = {"url": pg_cluster.database(), "secretsKeyFile": str(tmp_path / "shared-secrets.key")}
+
+    def config(instance: str) -> dict[str, Any]:
+        return {"mcpServers": {"secure": {"url": server.url}}, "store": {**store, "instance": instance}}
+
+    a = start_daemon(config("a"), name="a", wait_upstreams=False)
+    b = start_daemon(config("b"), name="b", wait_upstreams=False)
+    wait_state(a, "needs login")
+    wait_state(b, "needs login")
+    signed_in(a, server)
+    wait_state(b, "ready")  # it read the sign-in a wrote (it polls the store while it waits)
+    assert "result" in call(b, "secure__whoami")
+    assert len(server.entries(path="/token", grant="authorization_code")) == 1
+    assert (tmp_path / "shared-secrets.key").stat().st_mode & 0o777 == 0o600
