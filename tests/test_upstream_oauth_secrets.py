@@ -54,7 +54,7 @@ def test_no_token_or_client_secret_is_written_anywhere_but_sealed(
             for path in (
                 "/v1/status",
                 "/v1/upstreams",
-                "/v1/upstreams/secure/login",
+                "/v1/upstreams/secure/auth",
                 "/v1/events?limit=5000",
                 "/v1/openapi.json",
             ):

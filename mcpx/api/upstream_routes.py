@@ -103,7 +103,7 @@ def add_routes(app: FastAPI, servers: dict[str, UpstreamServer], by_of: Callable
         }
 
     @app.get(
-        "/v1/upstreams/{name}/login",
+        "/v1/upstreams/{name}/auth",
         response_model=models.LoginState,
         responses=NO_LOGIN,
         summary="How the latest sign-in went; waits up to `waitS` for one still pending",

@@ -60,7 +60,7 @@ def cmd_login(args: argparse.Namespace) -> int:
             left = deadline - time.monotonic()
             if left <= 0:
                 raise CliError(f"{args.name}: the sign-in did not come back within {args.timeout:g} s")
-            state: dict[str, Any] = api.get(_path(args.name, "login"), {"waitS": min(WAIT_STEP_S, max(left, 0.1))})
+            state: dict[str, Any] = api.get(_path(args.name, "auth"), {"waitS": min(WAIT_STEP_S, max(left, 0.1))})
             if state["state"] == "signed in":
                 if args.json:
                     print(json.dumps(state, indent=2, ensure_ascii=False))
