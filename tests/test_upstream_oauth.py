@@ -287,3 +287,20 @@ def test_a_second_daemon_on_postgresql_uses_the_same_sign_in(
     assert "result" in call(b, "secure__whoami")
     assert len(server.entries(path="/token", grant="authorization_code")) == 1
     assert (tmp_path / "shared-secrets.key").stat().st_mode & 0o777 == 0o600
+
+
+def test_concurrent_calls_with_an_expired_token_share_one_refresh(
+    oauth_server: Callable[..., OAuthServer], start_daemon: Callable[..., Daemon]
+) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    server = oauth_server("--token-ttl", "2", "--token-delay", "1")  # calls arrive while the refresh runs
+    daemon = start_daemon({"mcpServers": {"secure": {"url": server.url}}}, wait_upstreams=False)
+    wait_state(daemon, "needs login")
+    signed_in(daemon, server)
+    expires = upstream(daemon)["auth"]["expiresMs"]
+    wait_until(lambda: _expired(expires), 10, "the token to expire")
+    with ThreadPoolExecutor(6) as pool:
+        replies = list(pool.map(lambda _: call(daemon, "secure__whoami"), range(6)))
+    assert all("result" in r for r in replies), replies
+    assert len(server.entries(path="/token", grant="refresh_token")) == 1
