@@ -11,6 +11,7 @@ the upstream waits for a person.
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -67,10 +68,14 @@ def signed_in(daemon: Daemon, server: OAuthServer) -> None:
 
 
 def test_a_plain_call_to_an_upstream_that_needs_a_sign_in_names_mcpx_login(
-    oauth_server: Callable[..., OAuthServer], start_daemon: Callable[..., Daemon]
+    tmp_path: Path, oauth_server: Callable[..., OAuthServer], start_daemon: Callable[..., Daemon]
 ) -> None:
     server = oauth_server()
-    daemon = start_daemon({"mcpServers": {"secure": {"url": server.url}}}, wait_upstreams=False)
+    heard = tmp_path / "hook.jsonl"  # a notify command hook told of the event (docs/notify.md)
+    hook = {"run": [sys.executable, "-c", f"import sys; open({str(heard)!r}, 'a').write(sys.stdin.read() + '\\n')"],
+            "events": ["upstream.needs_login"]}  # fmt: skip
+    config = {"mcpServers": {"secure": {"url": server.url}}, "notify": {"commands": [hook]}}
+    daemon = start_daemon(config, wait_upstreams=False)
     row = wait_state(daemon, "needs login")
     assert row["auth"]["needsLogin"] == "the server asks for a sign-in" and not row["auth"]["signedIn"]
     reply = call(daemon, "secure__whoami")
@@ -79,6 +84,8 @@ def test_a_plain_call_to_an_upstream_that_needs_a_sign_in_names_mcpx_login(
     assert event["data"] == {"upstream": "secure", "reason": "the server asks for a sign-in", "scopes": ["mcp:read"],
                              "login": "mcpx login secure"}  # fmt: skip
     assert "needs login" in daemon.status()["upstreams"][0]["state"]
+    told = wait_until(lambda: heard.exists() and heard.read_text().strip(), 10, "the hook's event")
+    assert json.loads(told)["kind"] == "upstream.needs_login" and json.loads(told)["data"]["upstream"] == "secure"
     # Nothing was asked of the authorization server before a person wanted to sign in.
     assert not server.entries(path="/register") and not server.entries(path="/token")
 
