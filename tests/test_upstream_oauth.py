@@ -22,6 +22,10 @@ import pytest
 from harness import Api, Daemon, RawHost, postgres_only, wait_until
 from oauth_fixture import OAuthServer, mcpx_login
 
+# A daemon, an OAuth server and `mcpx login` processes per test: about a minute and a half for the
+# file, so its worker takes it first (tests/conftest.py).
+pytestmark = pytest.mark.long
+
 
 @pytest.fixture
 def oauth_server(tmp_path: Path) -> Iterator[Callable[..., OAuthServer]]:
