@@ -53,6 +53,9 @@ class Backend(Protocol):
 
     async def restart_upstream(self, name: str) -> None: ...
 
+    async def login_upstream(self, name: str) -> JsonObject:
+        """`POST /v1/upstreams/{name}/login`: start an OAuth sign-in; its `authorizationUrl` to open."""
+
     async def connection(self, connection_id: str) -> JsonObject:
         """`GET /v1/connections/{id}`: a host connection, what it negotiated included."""
 

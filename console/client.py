@@ -155,6 +155,12 @@ class DaemonClient:
     async def restart_upstream(self, name: str) -> None:
         await self._call("POST", f"/v1/upstreams/{quote(name, safe='')}/restart", json={"by": self.operator})
 
+    async def login_upstream(self, name: str) -> JsonObject:
+        result: JsonObject = await self._call(
+            "POST", f"/v1/upstreams/{quote(name, safe='')}/login", json={"by": self.operator}
+        )
+        return result
+
     async def connection(self, connection_id: str) -> JsonObject:
         result: JsonObject = await self._call("GET", f"/v1/connections/{quote(connection_id, safe='')}")
         return result

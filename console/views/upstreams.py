@@ -1,5 +1,6 @@
 """`:upstreams`: each configured server's state, era, tools, restarts, last exit and error, as
-`/v1/status` knows them (asked each second). `l` tails its stderr, `r` restarts it after asking."""
+`/v1/status` knows them (asked each second). `l` tails its stderr, `r` restarts it after asking,
+`i` starts the OAuth sign-in of an HTTP server (`needs login`) and shows the URL to copy."""
 
 from __future__ import annotations
 
@@ -10,10 +11,17 @@ from textual.binding import Binding, BindingType
 
 from ..backend import BackendError
 from ..screens import ConfirmScreen
+from .sign_in import SignInScreen
 from .stderr import StderrScreen
 from .view_screen import Row, ViewScreen
 
-STATE_STYLE = {"ready": "green", "starting": "yellow", "restarting": "bold yellow", "down": "bold red"}
+STATE_STYLE = {
+    "ready": "green",
+    "starting": "yellow",
+    "restarting": "bold yellow",
+    "down": "bold red",
+    "needs login": "bold magenta",
+}
 
 
 def upstream_row(u: dict[str, Any]) -> Row:
@@ -37,6 +45,7 @@ class UpstreamsScreen(ViewScreen):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("l", "tail", "stderr"),
         Binding("r", "restart", "restart"),
+        Binding("i", "sign_in", "sign in"),
     ]
     view = "upstreams"
     columns = ("name", "transport", "state", "era", "tools", "restarts", "exit", "last error")
@@ -94,3 +103,26 @@ class UpstreamsScreen(ViewScreen):
             return
         self.notify(f"{name}: restart asked", timeout=3)
         await self.reload()
+
+    def action_sign_in(self) -> None:
+        name = self.selected()
+        if name is None:
+            return
+        if getattr(self.app, "read_only", False):
+            self.notify("read-only: signing in is off in this console", timeout=3)
+            return
+        self.run_worker(self._sign_in(name), group="sign-in")
+
+    async def _sign_in(self, name: str) -> None:
+        try:
+            started = await self.backend.login_upstream(name)
+        except BackendError as exc:
+            self.notify(f"sign-in refused: {exc}", severity="error", timeout=8)
+            return
+        url = started.get("authorizationUrl")
+        if not isinstance(url, str):
+            self.notify(
+                f"{name}: signed in" if started.get("signedIn") else f"{name}: {started.get('error')}", timeout=5
+            )
+            return
+        self.app.push_screen(SignInScreen(name, url))

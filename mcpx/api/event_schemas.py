@@ -133,6 +133,33 @@ class BackgroundFailed(_Data):
     retryInS: float | None = Field(None, description="With `restarting`: the pause before it starts again.")
 
 
+class UpstreamNeedsLogin(_Data):
+    """An HTTP upstream asks for an OAuth sign-in that only a person can give (its calls fail, naming
+    `mcpx login NAME`, until someone runs it). Told once each time it starts needing one."""
+
+    upstream: str
+    reason: str = Field(description="Why: the server asks for a sign-in, it needs more scope, it moved, ...")
+    scopes: list[str] = Field(description="The scopes the sign-in will ask for, when known.")
+    login: str = Field(description="The command that signs in: `mcpx login NAME`.")
+
+
+class UpstreamSignedIn(_Data):
+    """An upstream's OAuth sign-in completed (`by` the operator who ran `mcpx login`, or mcpx itself
+    for client credentials). No token is ever in an event."""
+
+    upstream: str
+    grantType: Literal["authorization_code", "client_credentials"]
+    issuer: str = Field(description="The authorization server that signed it in.")
+    scopes: list[str] = Field(description="The scopes granted.")
+    expiresMs: int | None = Field(description="When its access token expires (it is refreshed before then).")
+
+
+class UpstreamSignedOut(_Data):
+    """`mcpx logout NAME`: its tokens and registration were forgotten."""
+
+    upstream: str
+
+
 DATA: dict[EventKind, type[_Data]] = {
     "connection.opened": ConnectionOpened,
     "connection.updated": ConnectionUpdated,
@@ -149,6 +176,9 @@ DATA: dict[EventKind, type[_Data]] = {
     "config.reloaded": ConfigReloaded,
     "config.refused": ConfigRefused,
     "daemon.background_failed": BackgroundFailed,
+    "upstream.needs_login": UpstreamNeedsLogin,
+    "upstream.signed_in": UpstreamSignedIn,
+    "upstream.signed_out": UpstreamSignedOut,
 }
 assert set(DATA) == set(EVENT_KINDS)
 

@@ -30,10 +30,27 @@ class Health(BaseModel):
     version: str
 
 
+class UpstreamAuthStatus(BaseModel):
+    """An HTTP upstream's OAuth sign-in, as an operator may see it: never a token or a secret."""
+
+    grantType: Literal["authorization_code", "client_credentials"]
+    signedIn: bool = Field(description="It holds an access token.")
+    needsLogin: str | None = Field(description="Why a person must sign in now (`mcpx login NAME`); null: no need.")
+    error: str | None = Field(description="Why mcpx's last attempt on its own failed (a refresh, a step-up, ...).")
+    issuer: str | None = Field(description="The authorization server it is signed in with.")
+    clientId: str | None = Field(description="The OAuth client mcpx is there (registered, configured or a URL).")
+    scopes: list[str] | None = Field(description="The scopes granted.")
+    expiresMs: int | None = Field(description="When the access token expires (mcpx refreshes it before).")
+    refreshable: bool = Field(description="It has a refresh token.")
+    by: str | None = Field(description="Who signed in: operator:<name>, or mcpx (client credentials).")
+    signedInMs: int | None = Field(description="When.")
+    loginPending: bool = Field(description="A sign-in was started and waits for the browser to come back.")
+
+
 class UpstreamStatus(BaseModel):
     name: str
     transport: Literal["stdio", "http"]
-    state: str
+    state: str = Field(description="starting, ready, restarting, down, stopped, or `needs login`.")
     era: Literal["legacy", "modern"] | None
     revision: str | None
     tools: int
@@ -42,6 +59,33 @@ class UpstreamStatus(BaseModel):
     exitCode: int | None = Field(None, description="How its last process ended (stdio).")
     stderrTail: list[str] = Field(default_factory=list, description="The last lines it wrote to stderr.")
     logPath: str | None = Field(None, description="Where its stderr is written (stdio).")
+    auth: UpstreamAuthStatus | None = Field(None, description="Its OAuth sign-in (HTTP upstreams mcpx may sign in to).")
+
+
+class UpstreamList(BaseModel):
+    upstreams: list[UpstreamStatus]
+
+
+class LoginStarted(BaseModel):
+    name: str
+    authorizationUrl: str | None = Field(
+        description="Open it in a browser on the daemon's machine (the redirect back is to loopback);"
+        " null when no person is needed (client credentials: `signedIn` says how it went)."
+    )
+    redirectUri: str | None = Field(description="Where the browser comes back to.")
+    expiresMs: int | None = Field(description="Until when the sign-in waits for the browser.")
+    signedIn: bool = Field(description="Signed in already (client credentials).")
+    error: str | None = None
+    by: str
+
+
+class LoginState(BaseModel):
+    name: str
+    state: Literal["pending", "signed in", "failed", "none"] = Field(
+        description="pending: waiting for the browser; signed in; failed (`error` says why); none: no sign-in started."
+    )
+    error: str | None = None
+    auth: UpstreamAuthStatus | None = None
 
 
 class UpstreamStderr(BaseModel):

@@ -20,6 +20,7 @@ from .autostart import ensure_daemon
 from .console_command import add_console_parser
 from .install_host import add_install_host_parser
 from .log_setup import add_log_options, setup_logging
+from .login_commands import add_login_parsers
 from .operator_commands import (
     add_audit_parser,
     add_stop_parser,
@@ -194,6 +195,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_audit_parser(sub)
     add_allowances_parser(sub)
     add_reload_parser(sub)
+    add_login_parsers(sub)
     add_console_parser(sub)
     add_install_host_parser(sub)
 
@@ -231,6 +233,7 @@ operator commands (over the daemon's /v1 API, with the token of the state folder
   mcpx audit                        the event log: who created, cancelled, answered what
   mcpx stop                         stop the running daemon
   mcpx reload                       read the config file again (as SIGHUP does)
+  mcpx login NAME | logout NAME     sign in to (or out of) an HTTP upstream that wants OAuth
   mcpx console [--demo]             the operator console (live tasks, answers, cancel)
 Every one takes --state-dir; most take --json. See docs/cli.md.
 

@@ -304,6 +304,14 @@ def upstream_lines(u: Json) -> list[str]:
         f"{u['tools']} tools, {u['restarts']} restarts{err}"
     )
     lines = [head]
+    auth = u.get("auth") or {}
+    if auth.get("needsLogin"):
+        lines.append(f"      needs a sign-in ({auth['needsLogin']}): run `mcpx login {u['name']}`")
+    elif auth.get("signedIn"):
+        scopes = " ".join(auth.get("scopes") or []) or "no scope named"
+        lines.append(
+            f"      signed in at {auth.get('issuer')} by {auth.get('by')} ({scopes}; expires {stamp(auth.get('expiresMs'))})"
+        )
     if u.get("state") != "ready":
         if u.get("exitCode") is not None:
             lines.append(f"      exit code {u['exitCode']}")

@@ -1,6 +1,7 @@
 """Environment variables in a server entry, as other hosts expand them: `${VAR}` and `${VAR:-default}`
-(Claude Code's `.mcp.json`), `${env:VAR}` (VS Code, Cursor), in `command`, `args`, `env`, `cwd`, `url`
-and `headers`; and VS Code's `envFile`. An unset variable with no default is an error naming it and
+(Claude Code's `.mcp.json`), `${env:VAR}` (VS Code, Cursor), in `command`, `args`, `env`, `cwd`, `url`,
+`headers` and the strings of `oauth`; and VS Code's `envFile` (and `oauth.privateKeyFile`, made absolute
+against the config file's folder and checked readable). An unset variable with no default is an error naming it and
 the server, never an empty string or the literal text passed on.
 """
 
@@ -43,6 +44,8 @@ def expand_servers(
                     k: _expand(v, environ, ("mcpServers", name, key, k), name, problems) if isinstance(v, str) else v
                     for k, v in entry[key].items()
                 }
+        if isinstance(entry.get("oauth"), dict):
+            expanded["oauth"] = _expand_oauth(entry["oauth"], environ, name, base_dir, problems)
         env_file = expanded.get("envFile")
         if isinstance(env_file, str) and env_file:
             from_file = _read_env_file(env_file, base_dir, ("mcpServers", name, "envFile"), name, problems)
@@ -50,6 +53,33 @@ def expand_servers(
                 expanded["env"] = {**from_file, **expanded.get("env", {})}  # `env` wins over the file
         out[name] = expanded
     return out, problems
+
+
+def _expand_oauth(
+    oauth: dict[str, Any],
+    environ: Mapping[str, str],
+    server: str,
+    base_dir: Path | None,
+    problems: list[tuple[Where, str]],
+) -> dict[str, Any]:
+    out = {
+        k: _expand(v, environ, ("mcpServers", server, "oauth", k), server, problems) if isinstance(v, str) else v
+        for k, v in oauth.items()
+    }
+    key_file = out.get("privateKeyFile")
+    if isinstance(key_file, str) and key_file:
+        path = Path(key_file).expanduser()
+        if not path.is_absolute() and base_dir is not None:
+            path = base_dir / path
+        try:
+            path.read_bytes()
+        except OSError as exc:
+            where = ("mcpServers", server, "oauth", "privateKeyFile")
+            problems.append(
+                (where, f"server {server!r}: cannot read its oauth.privateKeyFile {str(path)!r}: {exc.strerror}")
+            )
+        out["privateKeyFile"] = str(path)
+    return out
 
 
 def _expand(text: str, environ: Mapping[str, str], where: Where, server: str, problems: list[tuple[Where, str]]) -> str:

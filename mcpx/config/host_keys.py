@@ -46,7 +46,10 @@ SERVER_KEYS_FROM_OTHER_HOSTS: dict[str, ForeignKey] = {
         "ignored: mcpx picks the transport from `command` or `url` and speaks Streamable HTTP to a `url`",
     ),
     "headersHelper": ForeignKey("Claude Code (a command that prints headers)", "ignored: give `headers` instead"),
-    "oauth": ForeignKey("Claude Code, VS Code, Gemini CLI (OAuth client settings)", "ignored: give `headers` instead"),
+    "oauth": ForeignKey(
+        "Claude Code, VS Code, Gemini CLI (OAuth client settings)",
+        'honoured: mcpx signs in with OAuth 2.1 (`mcpx login NAME`; README "Remote servers that need a login")',
+    ),
     "envFile": ForeignKey("VS Code, Cursor (a dotenv file for a stdio server)", "honoured: read into `env`"),
     "dev": ForeignKey("VS Code (`watch`, `debug` of a server under development)", IGNORED),
     "sandboxEnabled": ForeignKey("VS Code (run the server sandboxed)", IGNORED),
@@ -69,6 +72,16 @@ SERVER_KEYS_FROM_OTHER_HOSTS: dict[str, ForeignKey] = {
     "includeTools": ForeignKey("Gemini CLI (tools offered to the model)", IGNORED),
     "excludeTools": ForeignKey("Gemini CLI (tools hidden from the model)", IGNORED),
     "authProviderType": ForeignKey("Gemini CLI", IGNORED),
+}
+# Gemini CLI's keys inside `oauth` that mcpx does not need: it discovers the endpoints (RFC 9728,
+# RFC 8414) and picks its own redirect URI.
+OAUTH_KEYS_FROM_OTHER_HOSTS: dict[str, ForeignKey] = {
+    "enabled": ForeignKey("Gemini CLI", "ignored: mcpx signs in whenever the server asks"),
+    "authorizationUrl": ForeignKey("Gemini CLI", "ignored: discovered (give `authServerMetadataUrl` to pin it)"),
+    "tokenUrl": ForeignKey("Gemini CLI", "ignored: discovered (give `authServerMetadataUrl` to pin it)"),
+    "redirectUri": ForeignKey("Gemini CLI", "ignored: use `callbackPort`"),
+    "tokenParamName": ForeignKey("Gemini CLI", IGNORED),
+    "audiences": ForeignKey("Gemini CLI", "ignored: mcpx sends the server as `resource` (RFC 8707)"),
 }
 SOURCES: dict[str, str] = {
     "Claude Code": CLAUDE_CODE,
@@ -229,7 +242,9 @@ def ignored_auth(servers: object) -> list[str]:
     """Notes for servers that rely on another host's way of authenticating, which mcpx does not run."""
     notes = []
     for name, entry in servers.items() if isinstance(servers, dict) else ():
-        for key in ("oauth", "headersHelper", "auth"):
+        if isinstance(entry, dict) and "oauth" in entry and "command" in entry:
+            notes.append(f"server {name!r}: 'oauth' is for HTTP upstreams (`url`); a stdio server's is ignored")
+        for key in ("headersHelper", "auth"):
             if isinstance(entry, dict) and key in entry:
                 notes.append(
                     f"server {name!r}: {key!r} ({SERVER_KEYS_FROM_OTHER_HOSTS[key].hosts}) is ignored by mcpx;"
@@ -244,6 +259,7 @@ def render_host_keys() -> str:
     for where, keys in (
         ("top level", TOP_LEVEL_FROM_OTHER_HOSTS),
         ("`mcpServers.<name>`", SERVER_KEYS_FROM_OTHER_HOSTS),
+        ("`mcpServers.<name>.oauth`", OAUTH_KEYS_FROM_OTHER_HOSTS),
     ):
         for key, foreign in keys.items():
             out.append(f"| {where} | `{key}` | {foreign.hosts} | {foreign.mcpx_does} |")

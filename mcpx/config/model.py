@@ -18,6 +18,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PrivateAttr, 
 
 from ..events.kinds import EventKind
 from . import expand, host_keys, urls
+from .oauth import OAuthConfig as OAuthConfig
 from .servers import McpxServerOptions as McpxServerOptions
 from .servers import ServerConfig as ServerConfig
 from .servers import TaskSupport as TaskSupport
@@ -210,6 +211,12 @@ class StoreConfig(_Strict):
         description="Closed history kept this long, then swept (every minute): a legacy session's stored state"
         " once its connection closed, a closed connection that owns no task any more, a closed question."
         " Tasks go at their TTL and events at `events.maxRows`.",
+    )
+    secretsKeyFile: str | None = Field(
+        None,
+        description="The key that encrypts what the store keeps secret (upstream OAuth tokens and client secrets):"
+        " a file of 32 random bytes in base64, made (0600) if missing; unset: `secrets.key` in the state folder."
+        " Daemons sharing a PostgreSQL `url` must point at one key file to share sign-ins (docs/security.md).",
     )
     durability: Literal["power-loss", "process-crash"] = Field(
         "power-loss",
@@ -499,6 +506,7 @@ def _encodes(text: str) -> bool:
 _TOLERATED: dict[type[BaseModel], Mapping[str, object]] = {
     Config: {**host_keys.TOP_LEVEL_FROM_OTHER_HOSTS, **host_keys.OTHER_HOSTS_SERVER_OBJECTS},
     ServerConfig: host_keys.SERVER_KEYS_FROM_OTHER_HOSTS,
+    OAuthConfig: host_keys.OAUTH_KEYS_FROM_OTHER_HOSTS,
 }
 
 

@@ -23,6 +23,7 @@ from .model import (
     NotifyCommand,
     NotifyConfig,
     NotifyWebhook,
+    OAuthConfig,
     QuestionsConfig,
     ServerConfig,
     StoreConfig,
@@ -34,6 +35,7 @@ from .telemetry import MetricsConfig, TracesConfig
 SECTIONS: list[tuple[str, type[BaseModel]]] = [
     ("top level", Config),
     ("`mcpServers.<name>`", ServerConfig),
+    ("`mcpServers.<name>.oauth`", OAuthConfig),
     ("`mcpServers.<name>.mcpx`", McpxServerOptions),
     ("`mcpServers.<name>.mcpx.tools.<tool>`", ToolOverride),
     ("`daemon`", DaemonConfig),

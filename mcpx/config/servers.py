@@ -9,6 +9,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from . import urls
+from .oauth import OAuthConfig
 
 TaskSupport = Literal["forbidden", "optional", "required"]
 
@@ -100,6 +101,11 @@ class ServerConfig(BaseModel):
     headers: dict[str, str] = Field(
         default_factory=dict, description="Extra HTTP headers sent to `url` (e.g. Authorization)."
     )
+    oauth: OAuthConfig | None = Field(
+        None,
+        description="How mcpx signs in to this HTTP upstream with OAuth 2.1 (see `mcpServers.<name>.oauth`);"
+        " unset: discovery and dynamic registration, when the server asks for a sign-in.",
+    )
     mcpx: McpxServerOptions = Field(
         default_factory=McpxServerOptions, description="mcpx's own options for this server."
     )
@@ -136,6 +142,11 @@ class ServerConfig(BaseModel):
     @property
     def transport(self) -> str:
         return "stdio" if self.command is not None else "http"
+
+    @property
+    def static_authorization(self) -> bool:
+        """`headers` carries an Authorization of its own: mcpx sends it as given and never signs in."""
+        return any(name.lower() == "authorization" for name in self.headers)
 
 
 def runs_mcpx_serve(command: str, args: list[str]) -> bool:

@@ -25,15 +25,16 @@ from starlette.applications import Starlette
 from starlette.routing import Route, WebSocketRoute
 
 from .. import __version__
-from ..api import config_routes, v1
+from ..api import config_routes, upstream_routes, v1
 from ..api.answer_page import AnswerPage
 from ..api.feed import FeedEndpoint
 from ..api.models import DaemonPhase
+from ..api.oauth_callback import OAuthCallback
 from ..api.operations import Operations
 from ..config.diff import ServerChanges
 from ..config.model import CONFIG_SEARCH, Config, NotifyConfig
 from ..connections.registry import ConnectionRegistry
-from ..events.bus import EventBus
+from ..events.bus import Event, EventBus
 from ..host import remote_changes
 from ..host.auth import TokenTable
 from ..host.dispatch import Dispatcher
@@ -63,6 +64,8 @@ from ..telemetry import tracing
 from ..telemetry.metrics import Metrics
 from ..telemetry.metrics_endpoint import MetricsEndpoint
 from ..upstream import carry_on
+from ..upstream.auth.desk import Desk
+from ..upstream.auth.vault import KEY_FILE, Vault
 from ..upstream.host_scoped import HostInstances
 from ..upstream.http import session_record
 from ..upstream.pool import UpstreamPool, UpstreamServer
@@ -128,16 +131,6 @@ class Daemon:
         self.state_dir = state_dir
         self.port = config.daemon.port if port is None else port
         self.started = time.time()
-        self.pool = UpstreamPool(
-            config,
-            state_dir / "logs",
-            state_dir / "keepers",
-            state_dir / session_record.FOLDER,
-            on_change=self._on_list_changed,
-            on_resource_updated=self._on_resource_updated,
-            ask_operator=self._ask_operator,
-            before_send=before_send,
-        )
         self.hub = Hub()
         self.bus = EventBus()
         # Prometheus metrics (docs/telemetry.md): this daemon's own registry, told through constructors.
@@ -170,6 +163,20 @@ class Daemon:
                 durability=config.store.durability,
                 before_commit=before_commit,
             )
+        # Upstream OAuth (upstream/auth/): sign-ins sealed in the store with the key file's key.
+        key_file = Path(config.store.secretsKeyFile).expanduser() if config.store.secretsKeyFile else None
+        self.desk = Desk(Vault(store, key_file or state_dir / KEY_FILE), self._append_event)
+        self.pool = UpstreamPool(
+            config,
+            state_dir / "logs",
+            state_dir / "keepers",
+            state_dir / session_record.FOLDER,
+            on_change=self._on_list_changed,
+            on_resource_updated=self._on_resource_updated,
+            ask_operator=self._ask_operator,
+            auth_for=self.desk.for_server,
+            before_send=before_send,
+        )
         f = config.frames
         tasks = config.tasks
         self.engine = TaskEngine(
@@ -252,6 +259,9 @@ class Daemon:
     # ---- links between parts that need each other (see the class docstring) ----------------
     def _reconfigure_notify(self, notify: NotifyConfig) -> None:
         self.notifier.reconfigure(notify)
+
+    async def _append_event(self, event: Event) -> None:
+        await self.engine.store.append([event])
 
     async def _task_changed(self, task: Task) -> None:
         await self.dispatcher.eras.task_changed(task)
@@ -358,22 +368,7 @@ class Daemon:
             "config": str(self.config_path) if self.config_path else None,
             "stateDir": str(self.state_dir),
             "url": self.url,
-            "upstreams": [
-                {
-                    "name": s.key,
-                    "transport": s.cfg.transport,
-                    "state": s.state,
-                    "era": s.session.era if s.session else None,
-                    "revision": s.session.revision if s.session else None,
-                    "tools": len(s.tools),
-                    "restarts": s.restarts,
-                    "lastError": s.last_error,
-                    "exitCode": s.exit_code,
-                    "stderrTail": s.stderr_tail() if s.state != "ready" else [],
-                    "logPath": str(s.log_path) if s.log_path else None,
-                }
-                for s in self.pool.servers.values()
-            ],
+            "upstreams": [upstream_routes.row(s) for s in self.pool.servers.values()],
             "connections": len(self.registry.live),
             "operators": self.bus.operators(),
             "subscribers": [
@@ -420,6 +415,7 @@ class Daemon:
             sock.listen(512)
             port = sock.getsockname()[1]
             self.url = f"http://127.0.0.1:{port}/mcp"
+            self.desk.listening(port)  # sign-ins come back to http://127.0.0.1:<port>/oauth/callback
             self.operations.link_base = self.config.daemon.publicUrl or f"http://127.0.0.1:{port}"
             origins = self.config.daemon.allowedOrigins
             app = Starlette(
@@ -440,6 +436,8 @@ class Daemon:
                         methods=["GET", "POST"],
                     ),
                     # A bound method, so Starlette hands it a WebSocket (an instance would be taken as raw ASGI).
+                    # Where a browser returns from an upstream's OAuth sign-in: its `state` is the credential.
+                    Route("/oauth/callback", OAuthCallback(self.desk).__call__),
                     WebSocketRoute("/v1/stdio", ShimWebsocket(shims, token).__call__),
                     WebSocketRoute("/v1/events", self._feed(token, origins).__call__),
                 ]
@@ -472,6 +470,7 @@ class Daemon:
                 keep = bg.keep
                 await bg.keep_started("notifier", self.notifier.run)  # subscribed before anything makes an event
                 await bg.keep_started("metrics", self.metrics.tap, self.bus)  # likewise: counts tasks and questions
+                await bg.keep_started("oauth-desk", self.desk.run)  # sign-ins that come back to `oauth.callbackPort`
                 self.router.run_under(tg)
                 await self.engine.start(tg, keep)
                 # Before anyone can answer: what the previous run left open waits for nobody now

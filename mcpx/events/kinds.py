@@ -23,6 +23,9 @@ EventKind = Literal[
     "config.reloaded",
     "config.refused",
     "daemon.background_failed",
+    "upstream.needs_login",
+    "upstream.signed_in",
+    "upstream.signed_out",
 ]
 EVENT_KINDS: tuple[EventKind, ...] = get_args(EventKind)
 # The kinds that close a question, however it ended.

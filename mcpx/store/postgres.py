@@ -96,6 +96,12 @@ ALTER TABLE events ALTER COLUMN seq DROP IDENTITY;
 CREATE INDEX connections_closed ON connections(closed_ms);
 """,
     ),
+    (
+        4,  # sealed secrets (upstream OAuth credentials; upstream/auth/vault.py), shared by the daemons
+        """
+CREATE TABLE secrets (name TEXT COLLATE "C" PRIMARY KEY, updated_ms BIGINT NOT NULL, body TEXT NOT NULL);
+""",
+    ),
 )
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 
@@ -119,6 +125,9 @@ _WRITES = WriteSql(
     put_session="INSERT INTO sessions VALUES ($1, $2) ON CONFLICT (id) DO UPDATE SET body = $2",
     delete_session="DELETE FROM sessions WHERE id = $1",
     trim_events="DELETE FROM events WHERE seq <= $1",
+    put_secret="INSERT INTO secrets (name, updated_ms, body) VALUES ($1, $2, $3)"
+    " ON CONFLICT (name) DO UPDATE SET updated_ms = $2, body = $3",
+    delete_secret="DELETE FROM secrets WHERE name = $1",
     sweep_sessions="DELETE FROM sessions WHERE (body::jsonb ->> 'recordId') IN"
     " (SELECT id FROM connections WHERE closed_ms IS NOT NULL AND closed_ms < $1)",
     sweep_connections="DELETE FROM connections WHERE closed_ms IS NOT NULL AND closed_ms < $1"
@@ -476,6 +485,10 @@ class PostgresStore(QueuedWrites):
             return None
         body: dict[str, Any] = json.loads(rows[0])
         return body
+
+    async def get_secret(self, name: str) -> str | None:
+        rows = await self._bodies("SELECT body FROM secrets WHERE name = $1", (pg_text(name),))
+        return rows[0] if rows else None
 
     async def get_question(self, question_id: str) -> Question | None:
         rows = await self._bodies("SELECT body FROM questions WHERE id = $1", (question_id,))

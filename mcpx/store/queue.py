@@ -141,6 +141,8 @@ class WriteSql:
     put_session: str  # (id, body)
     delete_session: str  # (id,)
     trim_events: str  # (last seq to drop,)
+    put_secret: str  # (name, updated_ms, sealed)
+    delete_secret: str  # (name,)
     # Retention (before_ms,): sessions of connections closed before it, then those connections
     # that own no task any more, then questions closed and asked before it.
     sweep_sessions: str
@@ -198,6 +200,12 @@ class QueuedWrites:
 
     async def delete_session(self, session_id: str) -> None:
         await self._write([(self._sql.delete_session, (session_id,))])
+
+    async def put_secret(self, name: str, sealed: str, events: Sequence[Event] = ()) -> list[StoredEvent]:
+        return await self._write([(self._sql.put_secret, (name, int(time.time() * 1000), sealed))], events)
+
+    async def delete_secret(self, name: str, events: Sequence[Event] = ()) -> list[StoredEvent]:
+        return await self._write([(self._sql.delete_secret, (name,))], events)
 
     async def sweep_closed(self, before_ms: int) -> None:
         """Retention (store.keepClosedS): what was closed before `before_ms` goes, in one write."""

@@ -32,7 +32,7 @@ __all__ = ["BATCH_MAX", "SqliteStore"]
 
 log = logging.getLogger("mcpx.store")
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 _V1 = """
 CREATE TABLE IF NOT EXISTS tasks (
     id TEXT PRIMARY KEY, status TEXT NOT NULL, created_ms INTEGER NOT NULL, updated_ms INTEGER NOT NULL,
@@ -73,6 +73,12 @@ CREATE INDEX connections_closed ON connections(closed_ms);
 """
 
 
+# v4: sealed secrets (upstream OAuth credentials; upstream/auth/vault.py).
+_V4 = """
+CREATE TABLE secrets (name TEXT PRIMARY KEY, updated_ms INTEGER NOT NULL, body TEXT NOT NULL);
+"""
+
+
 def now_ms() -> int:
     return int(time.time() * 1000)
 
@@ -90,6 +96,8 @@ _WRITES = WriteSql(
     put_session="INSERT OR REPLACE INTO sessions VALUES (?1, ?2)",
     delete_session="DELETE FROM sessions WHERE id = ?1",
     trim_events="DELETE FROM events WHERE seq <= ?1",
+    put_secret="INSERT OR REPLACE INTO secrets (name, updated_ms, body) VALUES (?1, ?2, ?3)",
+    delete_secret="DELETE FROM secrets WHERE name = ?1",
     sweep_sessions="DELETE FROM sessions WHERE json_extract(body, '$.recordId') IN"
     " (SELECT id FROM connections WHERE closed_ms IS NOT NULL AND closed_ms < ?1)",
     sweep_connections="DELETE FROM connections WHERE closed_ms IS NOT NULL AND closed_ms < ?1"
@@ -196,6 +204,9 @@ class SqliteStore(QueuedWrites):
                 )
             if version < 3:
                 for stmt in filter(str.strip, _V3.split(";")):
+                    await db.execute(stmt)
+            if version < 4:
+                for stmt in filter(str.strip, _V4.split(";")):
                     await db.execute(stmt)
             await db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
             await db.execute("COMMIT")
@@ -316,6 +327,10 @@ class SqliteStore(QueuedWrites):
             return None
         body: dict[str, Any] = json.loads(rows[0][0])
         return body
+
+    async def get_secret(self, name: str) -> str | None:
+        rows = await self._all("SELECT body FROM secrets WHERE name = ?", (name,))
+        return str(rows[0][0]) if rows else None
 
     async def get_question(self, question_id: str) -> Question | None:
         rows = await self._all("SELECT body FROM questions WHERE id = ?", (question_id,))

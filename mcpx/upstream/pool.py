@@ -18,6 +18,7 @@ from ..config.model import Config, ServerConfig
 from ..events.keep import Keep, start_kept
 from ..protocol import jsonrpc
 from ..protocol.errors import InvalidParams, LimitReached, McpError, UpstreamError, UpstreamUnavailable
+from .auth.upstream_auth import UpstreamAuth
 from .catalogue import CHANGED, KINDS, Naming, template_matches, valid_items
 from .http import session_record
 from .http.streamable import HttpTransport
@@ -37,7 +38,9 @@ BACKOFF_CAP_S = 30.0
 STABLE_AFTER_S = 30.0  # an upstream that ran this long starts its backoff afresh
 READY_WAIT_S = 10.0
 RESTART_WAIT_S = 2.0
-UpstreamState = Literal["starting", "ready", "restarting", "down", "stopped"]
+UpstreamState = Literal["starting", "ready", "restarting", "down", "stopped", "needs login"]
+# An HTTP upstream's OAuth client (upstream/auth/desk.py), or None where mcpx never signs in.
+AuthFor = Callable[[str, ServerConfig], "UpstreamAuth | None"]
 OnListChanged = Callable[["UpstreamServer", tuple[str, ...]], Awaitable[None]]
 OnResourceUpdated = Callable[["UpstreamServer", str], Awaitable[None]]  # (server, the upstream's uri)
 # A question a server asked that no one call can be tied to, for an operator: (server key, method,
@@ -115,9 +118,12 @@ class UpstreamServer:
         on_resource_updated: OnResourceUpdated | None = None,
         ask_operator: AskOperator | None = None,
         instance: str | None = None,
+        auth: UpstreamAuth | None = None,
     ) -> None:
-        """`instance` names one host's own process of a `scope: host` server (its log file's name)."""
+        """`instance` names one host's own process of a `scope: host` server (its log file's name);
+        `auth` signs in to an HTTP upstream that asks for OAuth."""
         self.key = key
+        self.auth = auth
         self.instance = instance
         self.ask_operator = ask_operator
         # Where a 2025-11-25 HTTP upstream's session is remembered for the next daemon (http_session_record).
@@ -199,6 +205,8 @@ class UpstreamServer:
 
     @property
     def state(self) -> UpstreamState:
+        if self.auth is not None and self.auth.needs_login is not None and self._state != "stopped":
+            return "needs login"
         return self._state
 
     @state.setter
@@ -263,6 +271,11 @@ class UpstreamServer:
                 log.warning("upstream %s failed: %s", self.key, self.last_error)
             if self._stop.is_set():
                 break
+            if self.auth is not None and self.auth.needs_login is not None:
+                await self._await_login()  # a person signs in (`mcpx login`): then at once, no backoff
+                backoff = RestartBackoff()
+                self.restarts += 1
+                continue
             self.state = "restarting"
             delay = backoff.delay(self._clock() - started_at)
             if self._restart_asked is None:
@@ -273,6 +286,23 @@ class UpstreamServer:
                 log.info("upstream %s restarted by %s", self.key, self._restart_asked)
                 self._restart_asked, backoff = None, RestartBackoff()
             self.restarts += 1
+
+    async def _await_login(self) -> None:
+        """Until the upstream's sign-in completes, the daemon stops, or an operator restarts it."""
+        assert self.auth is not None
+        self.first_attempt.set()
+        with anyio.CancelScope() as self._backoff_scope:
+            async with anyio.create_task_group() as tg:
+
+                async def stopped() -> None:
+                    await self._stop.wait()
+                    tg.cancel_scope.cancel()
+
+                tg.start_soon(stopped)
+                await self.auth.wait_signed_in()
+                tg.cancel_scope.cancel()
+        self._backoff_scope = None
+        self._restart_asked = None
 
     async def _run_once(self) -> None:
         transport: Transport
@@ -291,7 +321,7 @@ class UpstreamServer:
         elif self.cfg.transport == "stdio":
             transport = StdioTransport(self.log_name, self.cfg, self.log_dir)
         else:
-            transport = HttpTransport(self.key, self.cfg)
+            transport = HttpTransport(self.key, self.cfg, self.auth)
         self._transport = transport
         ask = functools.partial(self.ask_operator, self.key) if self.ask_operator is not None else None
         session = UpstreamSession(self.key, transport, self._on_event, ask)
@@ -562,10 +592,12 @@ class UpstreamServer:
     async def ready_session(self) -> UpstreamSession:
         # A first start may take a while (npx, a cold interpreter); a restart gets a short grace.
         wait = READY_WAIT_S if self.state == "starting" else RESTART_WAIT_S
-        if self.session is None:
+        if self.session is None and self.state != "needs login":
             with anyio.move_on_after(wait):
                 await self._ready.wait()
         if self.session is None:
+            if self.auth is not None and self.auth.needs_login is not None:
+                raise UpstreamUnavailable(self.auth.refusal())
             detail = f": {self.last_error}" if self.last_error else ""
             raise UpstreamUnavailable(f"upstream {self.key!r} is not available ({self.state}){detail}")
         return self.session
@@ -606,10 +638,12 @@ class UpstreamPool:
         on_resource_updated: OnResourceUpdated | None = None,
         ask_operator: AskOperator | None = None,
         before_send: BeforeSend | None = None,
+        auth_for: AuthFor | None = None,
     ) -> None:
         """`on_change` and `on_resource_updated` hear what any server pushes (list changes, a
         subscribed resource updated), for the hosts; `ask_operator` takes a question a server asks
-        that no one host's call can be tied to."""
+        that no one host's call can be tied to; `auth_for` gives an HTTP server its OAuth client."""
+        self._auth_for = auth_for
         self.config = config
         k = config.keepers
         self.keepers = (
@@ -642,6 +676,7 @@ class UpstreamPool:
             on_change=self._on_change,
             on_resource_updated=self._on_resource_updated,
             ask_operator=self._ask_operator,
+            auth=self._auth_for(key, cfg) if self._auth_for is not None else None,
         )
 
     async def run(self, tg: TaskGroup, keep: Keep | None = None) -> None:
@@ -706,9 +741,17 @@ class UpstreamPool:
         # An upstream that is down still owns its namespace: say so rather than "unknown".
         for server in self.servers.values():
             if server.session is None and server.namespace is not None and server.naming.name_in(exposed) is not None:
+                if server.auth is not None and server.auth.needs_login is not None:
+                    raise UpstreamUnavailable(f"{server.auth.refusal()}; cannot use {exposed!r}")
                 raise UpstreamUnavailable(
                     f"upstream {server.key!r} is not available ({server.state}); cannot use {exposed!r}"
                 )
+        waiting = [s.key for s in self.servers.values() if s.auth is not None and s.auth.needs_login is not None]
+        if waiting:  # its tools are listed once it is signed in
+            logins = ", ".join(f"`mcpx login {key}`" for key in waiting)
+            raise InvalidParams(
+                f"Unknown {what}: {exposed} (upstreams that need a sign-in are not listed yet: {logins})"
+            )
         raise InvalidParams(f"Unknown {what}: {exposed}")
 
     def resolve_uri(self, exposed: object) -> tuple[UpstreamServer, str]:

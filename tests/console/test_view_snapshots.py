@@ -24,7 +24,15 @@ UPSTREAMS = [
      "restarts": 3, "lastError": "upstream 'flaky' exited with code 3", "exitCode": 3},
     {"name": "search-http", "transport": "http", "state": "ready", "era": "modern", "revision": "2026-07-28",
      "tools": 12, "restarts": 0, "lastError": None, "exitCode": None},
+    {"name": "linear", "transport": "http", "state": "needs login", "era": None, "revision": None, "tools": 0,
+     "restarts": 0, "lastError": "upstream 'linear' needs a sign-in (the server asks for a sign-in): run `mcpx login linear`",
+     "exitCode": None},
 ]  # fmt: skip
+SIGN_IN_URL = (
+    "https://auth.example.com/authorize?response_type=code&client_id=mcpx-7f3a&redirect_uri=http%3A%2F%2F127.0.0.1"
+    "%3A7435%2Foauth%2Fcallback&state=n0t-a-real-state&code_challenge=E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM"
+    "&code_challenge_method=S256&resource=https%3A%2F%2Fmcp.linear.app%2Fmcp"
+)
 STDERR = ["--- mcpx: started 2026-12-06T10:00:01 python flaky.py", "loading model", "Traceback (most recent call last):",
           '  File "flaky.py", line 9, in <module>', "RuntimeError: out of tokens"]  # fmt: skip
 WHY = {
@@ -50,6 +58,9 @@ class ViewsBackend(ReplayBackend):
 
     async def restart_upstream(self, name: str) -> None:
         return None
+
+    async def login_upstream(self, name: str) -> dict[str, Any]:
+        return {"name": name, "authorizationUrl": SIGN_IN_URL, "signedIn": False, "by": "operator:olga"}
 
     async def connection(self, connection_id: str) -> dict[str, Any]:
         conn = next(c for c in CONNECTIONS if c["id"] == connection_id)
@@ -104,6 +115,16 @@ def test_upstreams_view_shows_a_crashed_servers_exit_code_and_error(snap_compare
         await to_view(pilot, "up")
 
     assert snap_compare(views_app(), terminal_size=SIZE, run_before=upstreams)
+
+
+def test_i_on_an_upstream_that_needs_a_login_shows_the_url_to_copy(snap_compare: Any) -> None:
+    async def sign_in(pilot: Pilot[None]) -> None:
+        await to_view(pilot, "up")
+        await pilot.press("down", "down", "down", "i")
+        await until(pilot, lambda: type(pilot.app.screen).__name__ == "SignInScreen", "the sign-in URL")
+        await pilot.pause()
+
+    assert snap_compare(views_app(), terminal_size=SIZE, run_before=sign_in)
 
 
 def test_l_on_an_upstream_tails_its_stderr(snap_compare: Any) -> None:

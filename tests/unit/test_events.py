@@ -206,4 +206,4 @@ def test_a_stored_event_on_the_wire_is_camel_case_without_nulls() -> None:
 
 
 def test_the_kind_list_is_the_kind_type() -> None:
-    assert typing.get_args(EventKind) == EVENT_KINDS and len(set(EVENT_KINDS)) == 15
+    assert typing.get_args(EventKind) == EVENT_KINDS and len(set(EVENT_KINDS)) == 18

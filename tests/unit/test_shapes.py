@@ -28,7 +28,7 @@ Json = dict[str, Any]
 
 
 def test_the_kinds_are_one_tuple_everyone_shares() -> None:
-    assert get_args(kinds.EventKind) == kinds.EVENT_KINDS and len(set(kinds.EVENT_KINDS)) == 15
+    assert get_args(kinds.EventKind) == kinds.EVENT_KINDS and len(set(kinds.EVENT_KINDS)) == 18
     assert bus.EVENT_KINDS is kinds.EVENT_KINDS and bus.EventKind is kinds.EventKind
     assert text_format.EVENT_KINDS is kinds.EVENT_KINDS  # the CLI's --kind choices
     assert set(event_schemas.DATA) == set(kinds.EVENT_KINDS)

@@ -107,9 +107,12 @@ async def test_a_v1_file_is_migrated_to_the_current_version_and_its_rows_stay_re
     write_v1(db)
     assert user_version(db) == 0 and "connection" not in columns(db, "tasks")
     async with opened(db) as w:
-        assert user_version(db) == SCHEMA_VERSION == 3
+        assert user_version(db) == SCHEMA_VERSION == 4
         # v3: the index the snapshot finds the open connections by (retention, #26).
         assert query(db, "SELECT name FROM sqlite_master WHERE name = 'connections_closed'")
+        # v4: sealed upstream sign-ins (#36).
+        assert columns(db, "secrets") == ["name", "updated_ms", "body"]
+        assert await w.store.get_secret("oauth:x") is None
         task = await w.store.get_task("t-old")
         assert task is not None and task.connection is None  # fields the old mcpx wrote are left behind
         assert (task.status, task.arguments, task.result) == ("completed", {"text": "hi"}, OLD_TASK["result"])
@@ -136,7 +139,7 @@ async def test_a_current_file_is_opened_without_migrating_again(tmp_path: Path) 
     schema = query(db, "SELECT sql FROM sqlite_master ORDER BY name")
     async with opened(db) as w:
         assert await w.store.last_seq() == 1 and await w.store.get_task("t-old") is not None
-    assert user_version(db) == 3 and query(db, "SELECT sql FROM sqlite_master ORDER BY name") == schema
+    assert user_version(db) == 4 and query(db, "SELECT sql FROM sqlite_master ORDER BY name") == schema
 
 
 async def test_a_new_file_starts_at_the_current_schema(tmp_path: Path) -> None:

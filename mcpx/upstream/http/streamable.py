@@ -27,6 +27,7 @@ from ...protocol.errors import UPSTREAM_UNAVAILABLE
 from ...protocol.jsonrpc import Id
 from ...protocol.revisions import Era
 from ...telemetry import tracing
+from ..auth.upstream_auth import UpstreamAuth
 from ..transport import Feed
 from . import h1
 from .sse import Cursor, iter_sse
@@ -67,9 +68,11 @@ class HttpTransport:
     kind: Literal["stdio", "http"] = "http"
     run_id: str | None = None  # the server does not outlive the daemon
 
-    def __init__(self, name: str, cfg: ServerConfig) -> None:
+    def __init__(self, name: str, cfg: ServerConfig, auth: UpstreamAuth | None = None) -> None:
+        """`auth`: the upstream's OAuth client (upstream/auth/), when mcpx may sign in to it."""
         self.name = name
         self.cfg = cfg
+        self.auth = auth
         self.http = h1.Client(cfg.url or "", connect_timeout=CONNECT_TIMEOUT_S)
         self.closed = anyio.Event()
         self.era: Era | None = None  # set by the session once probed
@@ -144,10 +147,43 @@ class HttpTransport:
         if scope is not None:
             scope.cancel()
 
+    async def _authorized(self, headers: dict[str, str]) -> str | None:
+        """Put the upstream's OAuth token on a request (every request carries it: POST, GET, DELETE);
+        the token sent, or None."""
+        if self.auth is None:
+            return None
+        token = await self.auth.token()
+        if token is not None:
+            headers["Authorization"] = f"Bearer {token}"
+        return token
+
+    async def _auth_retry(self, resp: h1.Response, sent: str | None) -> bool:
+        """A 401 or 403: True when the auth has a new token to send the request again with (once)."""
+        if self.auth is None:
+            return False
+        header = resp.headers.get("www-authenticate")
+        if resp.status_code == 401:
+            return await self.auth.unauthorized(header, sent)
+        return resp.status_code == 403 and await self.auth.forbidden(header, sent)
+
+    def _auth_refused(self, resp: h1.Response) -> bool:
+        """A 401, or a 403 for want of scope: the request fails with the auth's reason."""
+        if self.auth is None:
+            return False
+        return resp.status_code == 401 or (
+            resp.status_code == 403 and "insufficient_scope" in resp.headers.get("www-authenticate", "")
+        )
+
     async def _post_simple(self, msg: dict[str, Any]) -> None:
         try:
-            async with self.http.stream("POST", self._headers(msg), _encode(msg)) as resp:
-                await resp.aread()
+            for attempt in (0, 1):
+                headers = self._headers(msg)
+                sent = await self._authorized(headers)
+                async with self.http.stream("POST", headers, _encode(msg)) as resp:
+                    await resp.aread()
+                    if resp.status_code in (401, 403) and attempt == 0 and await self._auth_retry(resp, sent):
+                        continue
+                return
         except _FAILED as exc:
             raise ConnectionError(str(exc)) from None
 
@@ -171,28 +207,46 @@ class HttpTransport:
         """POST one request and feed what comes back: None once it is answered (or failed), else
         why its SSE stream ended first."""
         assert self._feed is not None
-        async with self.http.stream("POST", self._headers(msg), _encode(msg)) as resp:
-            sid = resp.headers.get("mcp-session-id")
-            if sid and msg.get("method") == "initialize":
-                self.session_id = sid
-            ctype = resp.headers.get("content-type", "")
-            if "text/event-stream" in ctype and resp.status_code < 400:
-                return await self._read_reply(resp, rid, cursor)
-            body = await resp.aread()
-            try:
-                data = fastjson.loads(body) if body else None
-            except ValueError:
-                data = None
-            if isinstance(data, dict) and ("result" in data or "error" in data):
-                # A JSON body answers this POST's request, whatever id a server put on an
-                # error it could not tie to one (SDK 1.30 says "server-error").
-                data["id"] = rid
-                await self._feed(data, rid)
-                return None
-            if resp.status_code == 404 and self.era == "legacy" and self.session_id:
-                self.closed.set()  # session gone upstream: reconnect and re-initialize
-            await self._feed(_error(rid, f"upstream {self.name!r} answered HTTP {resp.status_code}"), rid)
+        body = _encode(msg)
+        for attempt in (0, 1):  # a second time only with a token the first answer (401, 403) got us
+            headers = self._headers(msg)
+            sent = await self._authorized(headers) if self.auth is not None else None
+            async with self.http.stream("POST", headers, body) as resp:
+                if resp.status_code in (401, 403) and self.auth is not None:
+                    await resp.aread()
+                    if attempt == 0 and await self._auth_retry(resp, sent):
+                        continue
+                    if self._auth_refused(resp):
+                        await self._feed(_auth_error(rid, self.auth), rid)
+                        return None
+                elif sent is not None and self.auth is not None and self.auth.step_ups:
+                    self.auth.succeeded()
+                return await self._answer(msg, rid, cursor, resp)
+        return None  # pragma: no cover - the loop returns
+
+    async def _answer(self, msg: dict[str, Any], rid: Id, cursor: Cursor, resp: h1.Response) -> str | None:
+        assert self._feed is not None
+        sid = resp.headers.get("mcp-session-id")
+        if sid and msg.get("method") == "initialize":
+            self.session_id = sid
+        ctype = resp.headers.get("content-type", "")
+        if "text/event-stream" in ctype and resp.status_code < 400:
+            return await self._read_reply(resp, rid, cursor)
+        body = await resp.aread()
+        try:
+            data = fastjson.loads(body) if body else None
+        except ValueError:
+            data = None
+        if isinstance(data, dict) and ("result" in data or "error" in data):
+            # A JSON body answers this POST's request, whatever id a server put on an
+            # error it could not tie to one (SDK 1.30 says "server-error").
+            data["id"] = rid
+            await self._feed(data, rid)
             return None
+        if resp.status_code == 404 and self.era == "legacy" and self.session_id:
+            self.closed.set()  # session gone upstream: reconnect and re-initialize
+        await self._feed(_error(rid, f"upstream {self.name!r} answered HTTP {resp.status_code}"), rid)
+        return None
 
     async def _read_reply(self, resp: h1.Response, rid: Id, cursor: Cursor) -> str | None:
         """Feed one SSE stream of request `rid`: None once its response came, else why it ended."""
@@ -237,31 +291,44 @@ class HttpTransport:
             resumes += 1
             seen = cursor.events
             async with contextlib.AsyncExitStack() as stack:
+                headers = self._get_headers(cursor)
+                sent = await self._authorized(headers)
                 try:
                     with anyio.fail_after(RESUME_HEAD_TIMEOUT_S):
                         resp = await stack.enter_async_context(
-                            self.http.stream("GET", self._get_headers(cursor), connect_timeout=RESUME_HEAD_TIMEOUT_S)
+                            self.http.stream("GET", headers, connect_timeout=RESUME_HEAD_TIMEOUT_S)
                         )
                 except TimeoutError:
                     await self._feed(
                         _error(rid, f"{lost}; resuming it got no reply in {RESUME_HEAD_TIMEOUT_S:g} s"), rid
                     )
                     return
+                renewed = False
+                if resp.status_code in (401, 403) and self.auth is not None:
+                    await resp.aread()
+                    renewed = await self._auth_retry(resp, sent)  # resumed again with the new token (counted empty)
+                    if not renewed and self._auth_refused(resp):
+                        await self._feed(_auth_error(rid, self.auth), rid)
+                        return
                 ctype = resp.headers.get("content-type", "")
-                if resp.status_code != 200 or "text/event-stream" not in ctype:
+                ended: str | None = f"HTTP {resp.status_code}"
+                if renewed:
+                    pass
+                elif resp.status_code != 200 or "text/event-stream" not in ctype:
                     refused = f"HTTP {resp.status_code}" + (
                         "" if resp.status_code != 200 else f" {ctype or 'no body type'}"
                     )
                     await self._feed(_error(rid, f"{lost}; it refused to resume it ({refused})"), rid)
                     return
-                ended = await self._read_reply(resp, rid, cursor)
-                if ended is None:
-                    return
+                else:
+                    ended = await self._read_reply(resp, rid, cursor)
+                    if ended is None:
+                        return
             empty = empty + 1 if cursor.events == seen else 0
             if empty >= MAX_EMPTY_RESUMES:
                 await self._feed(_error(rid, f"{lost}; {empty} resumed streams in a row closed empty"), rid)
                 return
-            why = ended
+            why = ended or why
 
     def _get_headers(self, cursor: Cursor) -> dict[str, str]:
         headers = {"Accept": "text/event-stream", **self.cfg.headers}
@@ -289,11 +356,13 @@ class HttpTransport:
         while True:
             seen = cursor.events
             try:
-                async with self.http.stream(
-                    "GET", self._get_headers(cursor), connect_timeout=LISTEN_CONNECT_TIMEOUT_S
-                ) as resp:
+                headers = self._get_headers(cursor)
+                sent = await self._authorized(headers)
+                async with self.http.stream("GET", headers, connect_timeout=LISTEN_CONNECT_TIMEOUT_S) as resp:
                     if resp.status_code == 405:
                         return
+                    if resp.status_code in (401, 403):
+                        await self._auth_retry(resp, sent)  # the next attempt (after the wait) has its new token
                     if resp.status_code == 200 and "text/event-stream" in resp.headers.get("content-type", ""):
                         async for item in iter_sse(resp, cursor):
                             if isinstance(item, dict):
@@ -316,9 +385,10 @@ class HttpTransport:
         if self.era == "legacy" and self.session_id and not self.detach:
             with anyio.move_on_after(2, shield=True):
                 try:
-                    async with self.http.stream(
-                        "DELETE", {"Mcp-Session-Id": self.session_id, **self.cfg.headers}
-                    ) as resp:
+                    headers = {"Mcp-Session-Id": self.session_id, **self.cfg.headers}
+                    if self.auth is not None and self.auth.creds is not None:
+                        await self._authorized(headers)
+                    async with self.http.stream("DELETE", headers) as resp:
                         await resp.aread()
                 except _FAILED:
                     pass
@@ -327,6 +397,16 @@ class HttpTransport:
 
 def _encode(msg: dict[str, Any]) -> bytes:
     return fastjson.dumps(msg)
+
+
+def _auth_error(rid: Id, auth: UpstreamAuth) -> dict[str, Any]:
+    """What a request gets when the upstream wants a sign-in mcpx cannot give alone (never a token)."""
+    data = {"upstream": auth.name, "needsLogin": auth.needs_login is not None, "login": f"mcpx login {auth.name}"}
+    return {
+        "jsonrpc": "2.0",
+        "id": rid,
+        "error": {"code": UPSTREAM_UNAVAILABLE, "message": auth.refusal(), "data": data},
+    }
 
 
 def _error(rid: Id, message: str) -> dict[str, Any]:
