@@ -64,8 +64,9 @@ class WriteQueue:
             with anyio.move_on_after(wait_s, shield=True):
                 await self._drained.wait()
         elif self._recv is not None:
-            self._recv.close()  # no writer ran yet (a store opened only to be read)
-            self._closed_unread = True
+            self._closed_unread = True  # no writer ran yet (a store opened only to be read)
+        if self._recv is not None:
+            self._recv.close()  # the queue is done (a writer cut by a cancel leaves it open to be restarted)
 
     async def submit(self, ops: Sequence[Op], events: Sequence[Event] = ()) -> list[StoredEvent]:
         """Queue one write and return its stored events once its batch committed."""
@@ -112,8 +113,7 @@ class WriteQueue:
         except BaseException as exc:
             # The queue stays open, for the writer to be started again (daemon/background.py) after a
             # failure outside the commit's own handling; a stop closes it from the sending side (shut).
-            if not isinstance(exc, Exception):  # cancelled: the store is going away, the queue with it
-                recv.close()
+            if not isinstance(exc, Exception):
                 self._drained.set()
             raise
         finally:
