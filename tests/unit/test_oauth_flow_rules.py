@@ -70,6 +70,15 @@ def test_no_scope_parameter_when_there_is_no_scope() -> None:
     assert "scope" not in parse_qs(urlsplit(req.url).query)
 
 
+def test_asking_for_offline_access_asks_for_consent() -> None:
+    """OpenID Connect Core 11: an OpenID provider (oidc-provider among them) grants offline_access,
+    so a refresh token, only with prompt=consent (tests/test_upstream_oidc.py)."""
+    offline = authorize.request(SERVER, "c", "http://r", "https://m", ["a", "offline_access"])
+    assert parse_qs(urlsplit(offline.url).query)["prompt"] == ["consent"]
+    online = authorize.request(SERVER, "c", "http://r", "https://m", ["a"])
+    assert "prompt" not in parse_qs(urlsplit(online.url).query)
+
+
 def test_each_login_has_its_own_state_and_verifier() -> None:
     a, b = (authorize.request(SERVER, "c", "http://r", "https://m", []) for _ in range(2))
     assert a.state != b.state and a.verifier != b.verifier
