@@ -13,7 +13,9 @@ on the provider's login page, clicks Continue on its consent page, and follows t
 daemon's /oauth/callback. Then an SDK 2.3 host's calls through mcpx work, across the access token's
 expiry (refreshed with no person), and across a daemon restart (no browser). No token, refresh token
 or registration secret the provider issued appears in the daemon's log, its events, the feed, a /v1
-body or the store as text. On PostgreSQL a second daemon on the same store uses the same sign-in.
+body or the store as text. On PostgreSQL a second daemon on the same store uses the same token.
+Also: a pre-registered confidential client (client_secret_basic), a person who clicks Cancel on the
+consent page (mcpx login exits 1 with the provider's reason), and step-up to a second scope.
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ from peers.run_host import run_host
 from peers.venvs import peer_python
 
 # A browser, a Node authorization server, SDK hosts: the slow tier. About 40 s for the file (the
-# sign-in test 18 s, of which 7 s wait for an access token to expire).
+# first test 12-18 s, of which 7 s wait for an access token to expire; the others 3-9 s each).
 pytestmark = [pytest.mark.browser, pytest.mark.peers, pytest.mark.long, pytest.mark.timeout(300)]
 
 CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
@@ -126,8 +128,12 @@ def wait_state(daemon: Daemon, state: str) -> dict[str, Any]:
     return wait_until(lambda: (r := upstream(daemon))["state"] == state and r, 30, f"oidc {state}")
 
 
-def sign_in_with_chromium(daemon: Daemon, realm: Realm, browser: Any, shots: Path | None) -> str:
-    """`mcpx login oidc --no-browser`; Chromium signs in and consents; mcpx login's stdout."""
+def sign_in_with_chromium(
+    daemon: Daemon, realm: Realm, browser: Any, shots: Path | None = None, *, consent: bool = True
+) -> tuple[int, str]:
+    """`mcpx login oidc --no-browser`; Chromium opens the URL it prints, signs in on the provider's
+    login page (unless the provider still knows the browser), and clicks Continue (or Cancel) on
+    its consent page. mcpx login's exit code and output, once Chromium is back at the daemon."""
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import WebDriverWait
 
@@ -147,17 +153,21 @@ def sign_in_with_chromium(daemon: Daemon, realm: Realm, browser: Any, shots: Pat
         assert url.startswith(f"{realm.issuer}/auth?")
         wait = WebDriverWait(browser, 20)
         browser.get(url)
-        wait.until(lambda d: d.find_elements(By.NAME, "login"))
-        browser.find_element(By.NAME, "login").send_keys("alice")
-        browser.find_element(By.NAME, "password").send_keys("any password")
-        browser.find_element(By.CSS_SELECTOR, "button[type=submit]").click()
-        wait.until(lambda d: "Continue" in d.page_source and not d.find_elements(By.NAME, "login"))
+        wait.until(lambda d: d.find_elements(By.NAME, "login") or "Continue" in d.page_source)
+        if browser.find_elements(By.NAME, "login"):
+            browser.find_element(By.NAME, "login").send_keys("alice")
+            browser.find_element(By.NAME, "password").send_keys("any password")
+            browser.find_element(By.CSS_SELECTOR, "button[type=submit]").click()
+            wait.until(lambda d: "Continue" in d.page_source and not d.find_elements(By.NAME, "login"))
         assert "mcp:read" in browser.page_source and realm.url in browser.page_source  # what is consented to
         if shots:
             browser.save_screenshot(str(shots / "oauth-consent-oidc-provider-phone.png"))
-        browser.find_element(By.CSS_SELECTOR, "button[type=submit]").click()
+        if consent:
+            browser.find_element(By.CSS_SELECTOR, "button[type=submit]").click()
+        else:
+            browser.find_element(By.LINK_TEXT, "[ Cancel ]").click()
         wait.until(lambda d: d.current_url.startswith(f"http://127.0.0.1:{daemon.port}/oauth/callback"))
-        wait.until(lambda d: "signed in" in d.find_element(By.TAG_NAME, "body").text.lower())
+        page = browser.find_element(By.TAG_NAME, "body").text
         if shots:
             browser.save_screenshot(str(shots / "oauth-signed-in-phone.png"))
         out, err = login.communicate(timeout=30)
@@ -165,8 +175,9 @@ def sign_in_with_chromium(daemon: Daemon, realm: Realm, browser: Any, shots: Pat
         if login.poll() is None:
             login.kill()
             login.wait()
-    assert login.returncode == 0, printed + out + err
-    return printed + out + err
+    said = printed + out + err
+    assert (login.returncode == 0) == consent and ("signed in" in page.lower()) == consent, said + page
+    return login.returncode, said + page
 
 
 def sdk_calls(daemon: Daemon, steps: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -218,7 +229,7 @@ def test_a_real_sign_in_refreshes_alone_and_survives_a_restart(
     )
     feed = FeedClient(daemon)
     wait_state(daemon, "needs login")
-    seen = [sign_in_with_chromium(daemon, realm, browser, SHOTS or tmp_path)]
+    seen = [sign_in_with_chromium(daemon, realm, browser, SHOTS or tmp_path)[1]]
     row = wait_state(daemon, "ready")
     assert (
         row["auth"]["issuer"] == realm.issuer and row["auth"]["refreshable"] and row["auth"]["by"] == "operator:tester"
@@ -291,7 +302,7 @@ def test_a_pre_registered_confidential_client_signs_in_with_its_secret(
         extra_args=["--log-level", "debug"],
     )
     wait_state(daemon, "needs login")
-    seen = [sign_in_with_chromium(daemon, realm, browser, None)]
+    seen = [sign_in_with_chromium(daemon, realm, browser)[1]]
     wait_state(daemon, "ready")
     text, claims = raw_whoami(daemon)
     seen.append(text)
@@ -300,6 +311,50 @@ def test_a_pre_registered_confidential_client_signs_in_with_its_secret(
     (code,) = realm.provider(route="token", grant_type="authorization_code")
     assert code["status"] == 200 and code["client_auth"] == "client_secret_basic" and code["refresh_token"]
     assert_no_secret_written(daemon, realm, seen, secret)
+
+
+@pytest.mark.parametrize("suite_store", ["sqlite"], indirect=True)
+def test_a_refused_consent_ends_mcpx_login_with_the_providers_reason(
+    start_realm: Callable[..., Realm], browser: Any, start_daemon: Callable[..., Daemon]
+) -> None:
+    """The person clicks Cancel on the consent page: the provider redirects back with
+    error=access_denied (and its `iss`); `mcpx login` exits 1 saying so, and the upstream still
+    needs a sign-in."""
+    realm = start_realm()
+    daemon = start_daemon({"mcpServers": {"oidc": {"url": realm.url}}}, wait_upstreams=False)
+    wait_state(daemon, "needs login")
+    code, said = sign_in_with_chromium(daemon, realm, browser, consent=False)
+    assert code == 1 and "refused the sign-in: access_denied" in said, said
+    assert upstream(daemon)["state"] == "needs login" and not realm.provider(route="token")
+
+
+@pytest.mark.parametrize("suite_store", ["sqlite"], indirect=True)
+def test_step_up_signs_in_again_for_more_scope(
+    start_realm: Callable[..., Realm], browser: Any, start_daemon: Callable[..., Daemon]
+) -> None:
+    """A tool that needs mcp:write gets 403 insufficient_scope: the upstream needs a sign-in for
+    mcp:read and mcp:write; the provider still knows the browser, so only its consent page shows;
+    then the tool works, with the same registered client."""
+    realm = start_realm()
+    daemon = start_daemon({"mcpServers": {"oidc": {"url": realm.url}}}, wait_upstreams=False)
+    wait_state(daemon, "needs login")
+    sign_in_with_chromium(daemon, realm, browser)
+    wait_state(daemon, "ready")
+    with RawHost(daemon.url) as host:
+        host.initialize()
+        refused = host.legacy("tools/call", {"name": "oidc__write", "arguments": {}}).json()
+        assert "`mcpx login oidc`" in refused["error"]["message"] and "more scope" in refused["error"]["message"]
+        sign_in_with_chromium(daemon, realm, browser)
+        wait_state(daemon, "ready")
+        wrote = host.legacy("tools/call", {"name": "oidc__write", "arguments": {}}).json()
+        assert wrote["result"]["content"][0]["text"] == "written", wrote
+    second = realm.provider(route="authorization")[-1]
+    assert second["scope"] == "mcp:read offline_access mcp:write" and second["prompt"] == "consent"
+    assert len(realm.provider(route="registration")) == 1
+    assert [t["scope"] for t in realm.provider(route="token", grant_type="authorization_code")] == [
+        "mcp:read",
+        "mcp:read mcp:write",
+    ]
 
 
 @postgres_only
@@ -323,7 +378,7 @@ def test_a_second_daemon_on_postgresql_uses_the_same_token(
     b = start_daemon(config("b"), name="b", wait_upstreams=False)
     wait_state(a, "needs login")
     wait_state(b, "needs login")
-    sign_in_with_chromium(a, realm, browser, None)
+    sign_in_with_chromium(a, realm, browser)
     wait_state(b, "ready")  # it read the sign-in a wrote
     (line,) = sdk_calls(b, [{"op": "call", "name": "oidc__whoami"}])
     _, from_a = raw_whoami(a)
