@@ -110,6 +110,7 @@ def test_login_discovers_registers_and_signs_in_with_pkce_resource_and_iss(
     assert reg["redirect_uris"] == [f"http://127.0.0.1:{daemon.port}/oauth/callback"]
     (authz,) = server.entries(path="/authorize")
     assert authz["method"] == "S256" and authz["resource"] == server.url and authz["scope"] == "mcp:read offline_access"
+    assert authz["prompt"] == "consent"  # OpenID Connect Core 11: offline access is asked with consent
     (token,) = server.entries(path="/token")
     assert token["pkce_ok"] and token["resource_matches"] and token["client_auth"] == "none"
     # Every request to the server carries the token once it is signed in.

@@ -1,8 +1,9 @@
-"""Install and cache the pinned npm MCP servers the peer tests run (today: server-everything).
+"""Install and cache the pinned npm packages the peer tests run: server-everything (an MCP server)
+and oidc-provider (an OAuth authorization server, for the real sign-in test).
 
-``tests/peers/everything/`` holds a ``package.json`` pinning ``@modelcontextprotocol/server-everything``
-and its full ``package-lock.json``. The first use copies both to
-``~/.cache/mcpx-test-peers/everything-<sha256(package-lock.json)[:16]>/`` and runs ``npm ci`` there, so
+Each has a folder here (``tests/peers/everything/``, ``tests/peers/oidc/``) with a ``package.json``
+pinning it and its full ``package-lock.json``. The first use copies both to
+``~/.cache/mcpx-test-peers/<folder>-<sha256(package-lock.json)[:16]>/`` and runs ``npm ci`` there, so
 the checkout never gets a ``node_modules`` and a changed lock gives a new folder. As in ``venvs.py``:
 an exclusive ``fcntl.flock`` on ``<folder>.lock`` serialises installers (a waiting process reuses the
 finished install), and a ``.complete`` marker written last tells a finished install from a half-made
@@ -18,6 +19,7 @@ import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 if __package__ in (None, ""):  # run as a script (python tests/peers/npm_peers.py): make `peers` importable
@@ -25,27 +27,39 @@ if __package__ in (None, ""):  # run as a script (python tests/peers/npm_peers.p
 
 from peers.venvs import CACHE_ROOT, MARKER, _log, _try_lock  # after the sys.path line above
 
-__all__ = ["EVERYTHING_VERSION", "everything_command", "everything_dir", "everything_http_command"]
+__all__ = [
+    "EVERYTHING_VERSION",
+    "everything_command",
+    "everything_dir",
+    "everything_http_command",
+    "oidc_provider_command",
+]
 
 EVERYTHING = Path(__file__).resolve().parent / "everything"  # package.json + package-lock.json
 EVERYTHING_PACKAGE = "@modelcontextprotocol/server-everything"
 EVERYTHING_VERSION = "2026.8.31"
 BIN = "mcp-server-everything"  # the package's one bin entry (dist/index.js); argv[2] picks the transport
+OIDC = Path(__file__).resolve().parent / "oidc"  # package.json + package-lock.json + provider.mjs
+OIDC_PACKAGE = "oidc-provider"
 FILES = ("package.json", "package-lock.json")
 NPM_CI_TIMEOUT = 600  # s: a cold npm cache downloads about a hundred packages
 
 
+def npm_dir(source: Path) -> Path:
+    digest = hashlib.sha256((source / "package-lock.json").read_bytes()).hexdigest()[:16]
+    return CACHE_ROOT / f"{source.name}-{digest}"
+
+
 def everything_dir() -> Path:
-    digest = hashlib.sha256((EVERYTHING / "package-lock.json").read_bytes()).hexdigest()[:16]
-    return CACHE_ROOT / f"everything-{digest}"
+    return npm_dir(EVERYTHING)
 
 
-def _tool(name: str) -> str:
+def _tool(name: str, source: Path = EVERYTHING) -> str:
     path = shutil.which(name)
     if path is None:
         raise RuntimeError(
-            f"{name} is not on PATH: the {EVERYTHING_PACKAGE} peer needs Node.js >= 20 with npm"
-            f" (it is installed with `npm ci` from {EVERYTHING / 'package-lock.json'})"
+            f"{name} is not on PATH: the npm peers need Node.js >= 20 with npm"
+            f" (installed with `npm ci` from {source / 'package-lock.json'})"
         )
     return path
 
@@ -59,15 +73,15 @@ def _entry(folder: Path) -> Path:
     return package / meta["bin"][BIN]
 
 
-def _install(folder: Path, npm: str) -> None:
+def _install(source: Path, folder: Path, npm: str, check: Callable[[Path], None]) -> None:
     if folder.exists():
         _log(f"removing incomplete install {folder}")
         shutil.rmtree(folder)
     started = time.monotonic()
-    _log(f"npm ci of {EVERYTHING_PACKAGE}@{EVERYTHING_VERSION} into {folder}")
+    _log(f"npm ci of {source.name} into {folder}")
     folder.mkdir(parents=True)
     for name in FILES:
-        shutil.copyfile(EVERYTHING / name, folder / name)
+        shutil.copyfile(source / name, folder / name)
     try:
         proc = subprocess.run(
             [npm, "ci", "--no-audit", "--no-fund"],
@@ -78,21 +92,30 @@ def _install(folder: Path, npm: str) -> None:
             timeout=NPM_CI_TIMEOUT,
         )
         if proc.returncode != 0:
-            raise RuntimeError(f"npm ci for {EVERYTHING_PACKAGE} in {folder} failed (exit {proc.returncode})")
-        entry = _entry(folder)
-        if not entry.is_file():
-            raise RuntimeError(f"npm ci for {EVERYTHING_PACKAGE} left no {entry}")
+            raise RuntimeError(f"npm ci for {source.name} in {folder} failed (exit {proc.returncode})")
+        check(folder)
     except BaseException:
         shutil.rmtree(folder, ignore_errors=True)
         raise
-    (folder / MARKER).write_text(f"{EVERYTHING / 'package-lock.json'}\n")
-    _log(f"{EVERYTHING_PACKAGE} ready in {time.monotonic() - started:.0f}s")
+    (folder / MARKER).write_text(f"{source / 'package-lock.json'}\n")
+    _log(f"{source.name} ready in {time.monotonic() - started:.0f}s")
 
 
-def _installed() -> tuple[str, Path]:
-    """node's path and the server's entry script, installing the package first if needed."""
-    node, npm = _tool("node"), _tool("npm")
-    folder = everything_dir()
+def _check_everything(folder: Path) -> None:
+    entry = _entry(folder)
+    if not entry.is_file():
+        raise RuntimeError(f"npm ci for {EVERYTHING_PACKAGE} left no {entry}")
+
+
+def _check_oidc(folder: Path) -> None:
+    if not (folder / "node_modules" / OIDC_PACKAGE / "package.json").is_file():
+        raise RuntimeError(f"npm ci for {OIDC_PACKAGE} left no node_modules/{OIDC_PACKAGE}")
+
+
+def npm_installed(source: Path, check: Callable[[Path], None]) -> tuple[str, Path]:
+    """node's path and the install folder of `source`'s lock, installing it first if needed."""
+    node, npm = _tool("node", source), _tool("npm", source)
+    folder = npm_dir(source)
     if not (folder / MARKER).is_file():
         CACHE_ROOT.mkdir(parents=True, exist_ok=True)
         with open(folder.with_name(folder.name + ".lock"), "a+") as lock:
@@ -101,9 +124,15 @@ def _installed() -> tuple[str, Path]:
                 fcntl.flock(lock.fileno(), fcntl.LOCK_EX)
             try:
                 if not (folder / MARKER).is_file():  # another process may have finished it meanwhile
-                    _install(folder, npm)
+                    _install(source, folder, npm, check)
             finally:
                 fcntl.flock(lock.fileno(), fcntl.LOCK_UN)
+    return node, folder
+
+
+def _installed() -> tuple[str, Path]:
+    """node's path and server-everything's entry script, installing the package first if needed."""
+    node, folder = npm_installed(EVERYTHING, _check_everything)
     return node, _entry(folder)
 
 
@@ -120,6 +149,21 @@ def everything_http_command(port: int) -> list[str]:
     on every interface (express ``app.listen(PORT)``, no host setting) and prints its log to stdout."""
     node, entry = _installed()
     return [_tool("env"), f"PORT={port}", node, str(entry), "streamableHttp"]
+
+
+def oidc_provider_command(workdir: Path, *args: str) -> list[str]:
+    """argv starting tests/peers/oidc/provider.mjs (oidc-provider; its options in the script).
+
+    Node resolves an ES module's imports from the script's real folder, so the script is copied into
+    `workdir` beside a `node_modules` link to the cached install: the checkout's script runs with
+    the locked packages, and an edit of it needs no new install."""
+    node, folder = npm_installed(OIDC, _check_oidc)
+    workdir.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(OIDC / "provider.mjs", workdir / "provider.mjs")
+    link = workdir / "node_modules"
+    if not link.exists():
+        link.symlink_to(folder / "node_modules", target_is_directory=True)
+    return [node, str(workdir / "provider.mjs"), *args]
 
 
 if __name__ == "__main__":  # python tests/peers/npm_peers.py: install now, print the stdio argv

@@ -70,6 +70,15 @@ def test_no_scope_parameter_when_there_is_no_scope() -> None:
     assert "scope" not in parse_qs(urlsplit(req.url).query)
 
 
+def test_asking_for_offline_access_asks_for_consent() -> None:
+    """OpenID Connect Core 11: an OpenID provider (oidc-provider among them) grants offline_access,
+    so a refresh token, only with prompt=consent (tests/test_upstream_oidc.py)."""
+    offline = authorize.request(SERVER, "c", "http://r", "https://m", ["a", "offline_access"])
+    assert parse_qs(urlsplit(offline.url).query)["prompt"] == ["consent"]
+    online = authorize.request(SERVER, "c", "http://r", "https://m", ["a"])
+    assert "prompt" not in parse_qs(urlsplit(online.url).query)
+
+
 def test_each_login_has_its_own_state_and_verifier() -> None:
     a, b = (authorize.request(SERVER, "c", "http://r", "https://m", []) for _ in range(2))
     assert a.state != b.state and a.verifier != b.verifier
@@ -227,10 +236,13 @@ def test_a_key_of_the_wrong_family_is_a_clear_error() -> None:
 # ---- registration (RFC 7591) -------------------------------------------------------------------
 
 
-def test_registration_body_names_a_native_app_with_refresh_tokens() -> None:
-    body = registration.request_body("http://127.0.0.1:1/oauth/callback", "none", ["a"])
+def test_registration_body_names_a_native_app_with_refresh_tokens_and_no_scope() -> None:
+    body = registration.request_body("http://127.0.0.1:1/oauth/callback", "none")
     assert body["application_type"] == "native" and "refresh_token" in body["grant_types"]
-    assert body["redirect_uris"] == ["http://127.0.0.1:1/oauth/callback"] and body["scope"] == "a"
+    assert body["redirect_uris"] == ["http://127.0.0.1:1/oauth/callback"]
+    # Scopes go in the authorization request: oidc-provider refuses a resource server's scopes in a
+    # registration (tests/test_upstream_oidc.py), and a registered scope can fence off a step-up.
+    assert "scope" not in body
 
 
 def test_registered_client_method_follows_the_response() -> None:

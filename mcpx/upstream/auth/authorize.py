@@ -16,6 +16,7 @@ from authlib.oauth2.rfc7636 import create_s256_code_challenge
 
 from .auth_errors import AuthError
 from .metadata import AuthServer
+from .scopes import OFFLINE_ACCESS
 
 
 @dataclass(frozen=True)
@@ -58,6 +59,11 @@ def request(server: AuthServer, client_id: str, redirect_uri: str, resource: str
     }
     if scopes:
         params["scope"] = " ".join(scopes)
+    if OFFLINE_ACCESS in scopes:
+        # OpenID Connect Core 11: a request for offline access MUST carry prompt=consent, and an
+        # OpenID provider drops `offline_access` without it (oidc-provider does: no refresh token).
+        # A plain OAuth server ignores the parameter (RFC 6749 3.1); the TypeScript SDK sends it too.
+        params["prompt"] = "consent"
     parts = urlsplit(server.authorization_endpoint)
     query = f"{parts.query}&{urlencode(params)}" if parts.query else urlencode(params)
     url = urlunsplit((parts.scheme, parts.netloc, parts.path, query, ""))

@@ -75,14 +75,14 @@ async def _token(
     return tokens.from_response(reply.body, time.time(), asked, previous)
 
 
-async def register(client: httpx.AsyncClient, server: AuthServer, redirect_uri: str, scopes: list[str]) -> Client:
+async def register(client: httpx.AsyncClient, server: AuthServer, redirect_uri: str) -> Client:
     if server.registration_endpoint is None:
         raise AuthError(
             f"the authorization server {server.issuer} offers no dynamic registration and no client ID metadata"
             " document is configured: register a client there and give `oauth.clientId`"
         )
     method = client_auth.for_registration(server.token_auth_methods)
-    body = registration.request_body(redirect_uri, method, scopes)
+    body = registration.request_body(redirect_uri, method)
     reply = await fetch.post_json(client, server.registration_endpoint, body)
     if reply.status not in (200, 201):
         raise AuthError(

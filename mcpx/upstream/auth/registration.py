@@ -10,10 +10,16 @@ from .client_auth import Client
 CLIENT_NAME = "mcpx"
 
 
-def request_body(redirect_uri: str, method: str, scopes: list[str]) -> dict[str, Any]:
+def request_body(redirect_uri: str, method: str) -> dict[str, Any]:
     """mcpx as a native app with a loopback redirect (`application_type` is required by MCP), asking
-    for refresh tokens (SEP-2207: `refresh_token` among its grant types)."""
-    body: dict[str, Any] = {
+    for refresh tokens (SEP-2207: `refresh_token` among its grant types).
+
+    No `scope` (optional in RFC 7591 2): scopes are asked for in each authorization request. A
+    resource server's scopes are often unknown to its authorization server's registration
+    (oidc-provider refuses them there: "scope must only contain Authorization Server supported
+    scope values"), and a server that keeps the registered scope as an allow-list would refuse a
+    later step-up to more."""
+    return {
         "client_name": CLIENT_NAME,
         "redirect_uris": [redirect_uri],
         "grant_types": ["authorization_code", "refresh_token"],
@@ -21,9 +27,6 @@ def request_body(redirect_uri: str, method: str, scopes: list[str]) -> dict[str,
         "token_endpoint_auth_method": method,
         "application_type": "native",
     }
-    if scopes:
-        body["scope"] = " ".join(scopes)
-    return body
 
 
 def client_of(response: object, asked_method: str) -> Client:

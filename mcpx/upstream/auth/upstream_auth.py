@@ -222,7 +222,7 @@ class UpstreamAuth:
         prm, server = await self._discover()
         redirect_uri = await self.redirects.redirect_uri(self)
         wanted = self._login_scopes(prm, server)
-        client, source = await self._client(server, redirect_uri, wanted)
+        client, source = await self._client(server, redirect_uri)
         request = authorize.request(server, client.client_id, redirect_uri, prm.resource, wanted)
         if self.login is not None:
             self.redirects.done(self.login.request.state)
@@ -550,7 +550,7 @@ class UpstreamAuth:
             raise AuthError("the client these tokens were got with is no longer configured")
         return configured
 
-    async def _client(self, server: AuthServer, redirect_uri: str, wanted: list[str]) -> tuple[Client, str]:
+    async def _client(self, server: AuthServer, redirect_uri: str) -> tuple[Client, str]:
         """Registration, in MCP's order: pre-registered, a client ID metadata document, dynamic."""
         configured = self._configured_client(server)
         if configured is not None:
@@ -573,7 +573,7 @@ class UpstreamAuth:
         held = self._registered.get((server.issuer, redirect_uri))
         if held is not None:
             return held, "registration"
-        client = await grants.register(self.http, server, redirect_uri, wanted)
+        client = await grants.register(self.http, server, redirect_uri)
         self._registered[(server.issuer, redirect_uri)] = client
         log.info("upstream %s: registered with %s as client %s", self.name, server.issuer, client.client_id)
         return client, "registration"
