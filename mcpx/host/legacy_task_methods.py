@@ -63,7 +63,8 @@ class LegacyTasks:
         calls = self.host.calls
 
         async def call(task: Task) -> dict[str, Any]:
-            return await calls.call_tool(task_ctx, call_params, route, server)
+            with server.hold():  # a `scope: host` process outlives its host while this task runs
+                return await calls.call_tool(task_ctx, call_params, route, server)
 
         try:
             task = await self.engine.create(

@@ -1,0 +1,164 @@
+"""`scope: host` servers (#39 items 3 and 4): each host connection's own process of the server.
+
+A task outlives its host: the host's process stays while that host's tasks run (up to their TTL) and
+stops when the last one ends. A call mcpx cuts by stopping a process says so in mcpx's words, never
+as the server's failure. A question the process asks with no call in flight (a roots/list at its
+start) is still its host's: asked of that host when it declared the capability and has a stream to
+be asked on, else left to an operator, never unattributed.
+
+The upstream is the fixture (tests/fixtures/upstream_server.py) over stdio; `--ask-roots` makes it
+ask roots/list as soon as it is initialized, as server-everything does. The SDK 1.30 host against
+server-everything is tests/test_host_scoped_sdk1.py (slow tier).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from pathlib import Path
+from typing import Any
+
+import httpx
+from harness import UNIT, Api, Daemon, RawHost, SseStream, read_jsonl, stdio_server, wait_until
+
+
+def own_processes(d: Daemon) -> list[int]:
+    """The fixture processes the daemon started itself: with keepers on, the shared (listing)
+    process runs under its keeper, so these are the hosts' own."""
+    assert d.proc is not None
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as fh:
+                ppid = int(fh.read().rsplit(")", 1)[1].split()[1])
+            with open(f"/proc/{entry}/cmdline", "rb") as fh:
+                cmdline = fh.read()
+        except OSError:
+            continue
+        if ppid == d.proc.pid and b"upstream_server.py" in cmdline:
+            found.append(int(entry))
+    return found
+
+
+def ended(api: Api, task_id: str) -> dict[str, Any] | None:
+    row = api.get(f"/v1/tasks/{task_id}").json()
+    return row if row["status"] not in ("working", "input_required") else None
+
+
+def disconnect(host: RawHost, d: Daemon) -> None:
+    assert host.client.delete(d.url, headers=host._legacy_headers()).status_code in (200, 204)
+
+
+def test_a_task_outlives_its_host_on_the_hosts_own_process_which_stops_after_it(
+    start_daemon: Any, tmp_path: Path
+) -> None:
+    d = start_daemon({"mcpServers": {"fx": stdio_server(tmp_path, scope="host")}})
+    host = RawHost(d.url)
+    host.initialize()
+    seconds = 2 * UNIT
+    created = host.legacy(
+        "tools/call", {"name": "fx__slow", "arguments": {"seconds": seconds, "steps": 2}, "task": {"ttl": 60_000}}
+    ).json()
+    task_id = created["result"]["task"]["taskId"]
+    [pid] = own_processes(d)
+    disconnect(host, d)
+    with Api(d) as api:
+        assert api.get(f"/v1/tasks/{task_id}").json()["status"] == "working"  # the host left mid-task
+        assert own_processes(d) == [pid]  # its process stays for the task
+        done = wait_until(lambda: ended(api, task_id), 30 * UNIT, "the task to end")
+        assert done["status"] == "completed", done  # before #39: failed, "upstream 'fx' exited with code 0"
+        assert done["result"]["content"][0]["text"] == f"slept {seconds}", done
+    wait_until(lambda: not own_processes(d), 10 * UNIT, "the host's process to stop once its task ended")
+    assert "its host connection closed and its last task ended" in d.stderr()
+
+
+def test_a_call_cut_because_mcpx_stopped_the_hosts_process_says_so_in_mcpxs_words(
+    start_daemon: Any, tmp_path: Path
+) -> None:
+    """A plain call holds no task: its host's disconnect stops the process under it. The operator's
+    row says mcpx stopped it and why, not that the server exited."""
+    d = start_daemon({"mcpServers": {"fx": stdio_server(tmp_path, scope="host")}})
+    host = RawHost(d.url)
+    host.initialize()
+    body = {
+        "jsonrpc": "2.0",
+        "id": 9,
+        "method": "tools/call",
+        "params": {"name": "fx__slow", "arguments": {"seconds": 60}},
+    }
+    headers = {"Accept": "application/json, text/event-stream", **host._legacy_headers()}
+
+    def call() -> None:
+        with httpx.Client(timeout=30 * UNIT) as client:
+            try:
+                client.post(d.url, json=body, headers=headers)
+            except httpx.HTTPError:
+                pass  # its stream may end without a reply: the host is gone
+
+    caller = threading.Thread(target=call, daemon=True)
+    caller.start()
+    with Api(d) as api:
+
+        def listed() -> list[dict[str, Any]]:
+            return [t for t in api.get("/v1/tasks").json()["tasks"] if t["kind"] == "call" and t["tool"] == "slow"]
+
+        [row] = wait_until(listed, 20 * UNIT, "the long call listed")
+        disconnect(host, d)
+        done = wait_until(lambda: ended(api, row["id"]), 20 * UNIT, "the call to end")
+    assert done["status"] == "failed", done
+    assert done["statusMessage"] == "mcpx stopped this host's process of upstream 'fx': its host connection closed", (
+        done
+    )
+    caller.join(10 * UNIT)
+
+
+def roots_replies(log: Path) -> list[dict[str, Any]]:
+    """The replies the fixture processes got to their `--ask-roots` request, as they came."""
+    return [e["msg"] for e in read_jsonl(log) if e.get("event") == "recv" and e["msg"].get("id") == "fixture-roots-1"]
+
+
+def test_a_hosts_own_process_asks_that_host_what_no_call_explains(start_daemon: Any, tmp_path: Path) -> None:
+    """Each host's process asks roots/list at its start, before any call: host A declared roots and
+    has its GET stream open, so it is asked there and its answer reaches its process; host B did not
+    declare roots, so its question is left to an operator (none attached: the server hears why). Both
+    questions are stored under their own host's connection, neither unattributed. (The shared process,
+    which lists the tools and carries no host's call, has no host to ask.)"""
+    fx = stdio_server(tmp_path, "--era", "legacy", "--ask-roots", scope="host")  # asks once initialized
+    d = start_daemon({"mcpServers": {"fx": fx}, "questions": {"operatorGraceMs": 200}})
+    log = tmp_path / "fixture.log.jsonl"
+    a = RawHost(d.url)
+    a.initialize(capabilities={"roots": {}})
+    stream = SseStream("GET", d.url, {"Accept": "text/event-stream", **a._legacy_headers()})
+    assert "result" in a.legacy("tools/call", {"name": "fx__echo", "arguments": {"text": "hi"}}).json()
+    [asked] = wait_until(
+        lambda: [f for f in stream.frames if f.get("method") == "roots/list"], 20 * UNIT, "A asked on its GET stream"
+    )
+    roots = [{"uri": "file:///work/a", "name": "a"}]
+    a.post({"jsonrpc": "2.0", "id": asked["id"], "result": {"roots": roots}}, a._legacy_headers())
+    wait_until(
+        lambda: any(r.get("result") == {"roots": roots} for r in roots_replies(log)), 20 * UNIT, "A's roots upstream"
+    )
+
+    b = RawHost(d.url)
+    b.initialize()  # no roots
+    assert "result" in b.legacy("tools/call", {"name": "fx__echo", "arguments": {"text": "hi"}}).json()
+
+    def refused() -> list[str]:
+        return [str(r["error"]["message"]) for r in roots_replies(log) if "error" in r and "declare" in str(r["error"])]
+
+    [message] = wait_until(refused, 20 * UNIT, "B's process told why nobody answered")
+    assert message == "Method not found: roots/list (the host did not declare roots and no operator is attached)"
+    with Api(d) as api:
+        asked_rows = {q["connectionId"]: q for q in api.history() if q["method"] == "roots/list"}
+    conns = {c["id"] for c in Api(d).get("/v1/connections").json()["connections"]}
+    assert len(asked_rows) == 2 and set(asked_rows) <= conns, asked_rows
+    by_a = next(q for q in asked_rows.values() if q["status"] == "answered")
+    by_b = next(q for q in asked_rows.values() if q["status"] == "expired")
+    assert (
+        by_a["answeredBy"] == f"host:{by_a['connectionId']}" and by_a["why"] == "asked of the host (it declared roots)"
+    )
+    assert by_b["why"] == "waiting for an operator: the host did not declare roots", by_b
+    assert by_a["candidates"] == by_b["candidates"] == [] and by_a["taskId"] is None
+    stream.close()
