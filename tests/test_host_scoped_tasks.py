@@ -13,7 +13,9 @@ server-everything is tests/test_host_scoped_sdk1.py (slow tier).
 
 from __future__ import annotations
 
+import json
 import os
+import sys
 import threading
 from pathlib import Path
 from typing import Any
@@ -162,3 +164,79 @@ def test_a_hosts_own_process_asks_that_host_what_no_call_explains(start_daemon: 
     assert by_b["why"] == "waiting for an operator: the host did not declare roots", by_b
     assert by_a["candidates"] == by_b["candidates"] == [] and by_a["taskId"] is None
     stream.close()
+
+
+TOKEN = "ana-" + "t" * 28
+DEMO = {"command": sys.executable, "args": ["-m", "mcpx.demo.upstream", "--tools", "confirm"]}
+
+
+class AnaHost(RawHost):
+    """A 2025 session of the principal `ana` (her bearer token on every request)."""
+
+    def __init__(self, url: str) -> None:
+        super().__init__(url)
+        self.client.headers["Authorization"] = f"Bearer {TOKEN}"
+
+
+def collect_answering(host: AnaHost, task_id: str, answer: dict[str, Any]) -> list[dict[str, Any]]:
+    """A blocking tasks/result, read frame by frame: a question on its stream is answered with
+    `answer` (POSTed back on the same session, as a host does); every frame, the result last."""
+    frames: list[dict[str, Any]] = []
+    body = {"jsonrpc": "2.0", "id": host.next_id(), "method": "tasks/result", "params": {"taskId": task_id}}
+    headers = {"Accept": "application/json, text/event-stream", "Authorization": f"Bearer {TOKEN}"}
+    with (
+        httpx.Client(timeout=60 * UNIT) as client,
+        client.stream("POST", host.url, json=body, headers={**headers, **host._legacy_headers()}) as resp,
+    ):
+        assert "text/event-stream" in resp.headers.get("content-type", ""), resp.read()
+        data: list[str] = []
+        for line in resp.iter_lines():
+            if line.startswith("data:"):
+                data.append(line[5:].lstrip())
+                continue
+            if line or not data:
+                continue
+            frame = json.loads("\n".join(data))
+            data = []
+            frames.append(frame)
+            if "method" in frame and "id" in frame:
+                host.post({"jsonrpc": "2.0", "id": frame["id"], "result": answer}, host._legacy_headers())
+            elif "result" in frame or "error" in frame:
+                break
+    return frames
+
+
+def test_a_question_of_a_task_whose_host_left_is_asked_of_the_next_connection_of_its_principal(
+    start_daemon: Any,
+) -> None:
+    """The demo's `confirm` asks after a second; by then the host that started the task has gone.
+    The task waits (input_required) until another session of the same principal opens its
+    tasks/result stream: the question is asked there, that session's answer reaches the server,
+    and the result comes on the same stream."""
+    config = {
+        "auth": {"tokens": [{"principal": "ana", "token": TOKEN}]},
+        "mcpServers": {"demo": {**DEMO, "mcpx": {"scope": "host"}}},
+    }
+    d = start_daemon(config)
+    first = AnaHost(d.url)
+    first.initialize(capabilities={"elicitation": {}})
+    created = first.legacy(
+        "tools/call", {"name": "demo__confirm", "arguments": {"question": "Ship it?"}, "task": {"ttl": 60_000}}
+    ).json()
+    task_id = created["result"]["task"]["taskId"]
+    disconnect(first, d)
+    with Api(d) as api:
+        wait_until(
+            lambda: api.get(f"/v1/tasks/{task_id}").json()["status"] == "input_required",
+            20 * UNIT,
+            "the task to ask, its host gone",
+        )
+    second = AnaHost(d.url)
+    second.initialize(capabilities={"elicitation": {}})
+    frames = collect_answering(second, task_id, {"action": "accept", "content": {"ok": True}})
+    asked = [f for f in frames if f.get("method") == "elicitation/create"]
+    assert len(asked) == 1, frames
+    assert frames[-1]["result"]["content"][0]["text"] == "Ship it? — yes", frames
+    with Api(d) as api:
+        [q] = api.history()
+        assert q["answeredBy"] == f"host:{q['connectionId']}", q  # the first host's question, answered by ana

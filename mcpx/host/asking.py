@@ -177,7 +177,9 @@ class Asker:
                 async with self.engine.asking(task_id):  # the task shows input_required meanwhile
                     channel = await self.streams.question_channel(task_id, ctx.conn)
                     record = self.engine.frames.recorder(task_id, "host")
-                    return await ctx.conn.request(channel, method, sent, QUESTION_TIMEOUT_S, record)
+                    # Answered on the connection whose stream asked (another session of the owner's,
+                    # when the task's host has left).
+                    return await channel.conn.request(channel.send, method, sent, QUESTION_TIMEOUT_S, record)
             except HostError as exc:
                 raise UpstreamError(exc.error) from None
 

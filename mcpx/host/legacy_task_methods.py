@@ -98,7 +98,7 @@ class LegacyTasks:
         # go (tasks.mdx:435-449, DIGEST L5); the session's GET stream is the fallback.
         notify = ctx.notify
         if notify is not None:
-            self.streams.open(task.id, notify)
+            self.streams.open(task.id, notify, ctx.conn)
         try:
             done = await self.engine.wait_terminal(task.id)
         finally:
