@@ -76,6 +76,36 @@ def test_a_task_outlives_its_host_on_the_hosts_own_process_which_stops_after_it(
     assert "its host connection closed and its last task ended" in d.stderr()
 
 
+TASKS_EXT = {"io.modelcontextprotocol/clientCapabilities": {"extensions": {"io.modelcontextprotocol/tasks": {}}}}
+
+
+def test_a_2026_task_outlives_its_stateless_host_closed_as_idle(start_daemon: Any, tmp_path: Path) -> None:
+    """A 2026-07-28 host has no session to delete: it is closed once quiet for idleCloseS, which
+    its task is meant to outlast (it polls, or comes back later). Its process stays for the task."""
+    config = {
+        "mcpServers": {"fx": stdio_server(tmp_path, scope="host")},
+        "tasks": {"taskAfterMs": 100},
+        "connections": {"idleCloseS": 1},
+    }
+    d = start_daemon(config)
+    host = RawHost(d.url)
+    seconds = 3 * UNIT
+    handle = host.modern(
+        "tools/call", {"name": "fx__slow", "arguments": {"seconds": seconds, "steps": 3}}, meta=TASKS_EXT
+    ).json()["result"]
+    assert handle["resultType"] == "task", handle
+    with Api(d) as api:
+
+        def closed() -> list[str]:
+            return [c["closeReason"] for c in api.get("/v1/connections").json()["connections"] if c["closedMs"]]
+
+        assert wait_until(closed, 10 * UNIT, "the quiet host closed") == ["idle for 1 s"]
+        assert api.get(f"/v1/tasks/{handle['taskId']}").json()["status"] == "working"
+        done = wait_until(lambda: ended(api, handle["taskId"]), 30 * UNIT, "the task to end")
+    assert done["status"] == "completed" and done["result"]["content"][0]["text"] == f"slept {seconds}", done
+    wait_until(lambda: not own_processes(d), 10 * UNIT, "the host's process to stop once its task ended")
+
+
 def test_a_call_cut_because_mcpx_stopped_the_hosts_process_says_so_in_mcpxs_words(
     start_daemon: Any, tmp_path: Path
 ) -> None:

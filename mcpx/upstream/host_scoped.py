@@ -69,6 +69,7 @@ class HostInstances:
         running = self._running.setdefault(shared.key, {})
         own = running.get(connection)
         if own is not None:
+            self._left.discard(connection)  # (a 2025 session closed as idle comes back under its id)
             return own
         limit, wait_s = shared.cfg.mcpx.maxInstances, shared.cfg.mcpx.roomWaitS
         with anyio.move_on_after(wait_s):
@@ -77,6 +78,7 @@ class HostInstances:
                 await freed.wait()
         own = running.get(connection)  # started by a request of the same host meanwhile
         if own is not None:
+            self._left.discard(connection)
             return own
         if len(running) >= limit:
             raise LimitReached(
@@ -115,6 +117,8 @@ class HostInstances:
 
     async def _stop_when_unheld(self, key: str, connection: str, own: UpstreamServer) -> None:
         await own.unheld()
+        if connection not in self._left:
+            return  # its host came back: it idles out as any host's process does
         running = self._running.get(key, {})
         if running.get(connection) is own:  # (a reload may have taken it meanwhile)
             del running[connection]

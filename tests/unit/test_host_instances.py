@@ -170,3 +170,28 @@ async def test_a_hosts_process_is_made_with_that_hosts_own_question_taker() -> N
         own = await instances.for_host(shared(), "a", ask_a)
         assert proc(own).ask_owner is ask_a
         tg.cancel_scope.cancel()
+
+
+async def test_a_host_that_comes_back_under_its_id_keeps_its_process_past_its_tasks(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A 2025 session the registry closed as idle is restored under its id by its next request: its
+    process, kept for its task meanwhile, is its own again and idles out as usual."""
+    monkeypatch.setattr(host_scoped, "SWEEP_EVERY_S", 0.01)
+    now = [100.0]
+    instances = HostInstances(make, clock=lambda: now[0])
+    async with anyio.create_task_group() as tg:
+        await instances.run(tg)
+        up = shared(idleStopS=60)
+        own = await instances.for_host(up, "a")
+        proc(own).holds = 1
+        await instances.release("a")
+        assert await instances.for_host(up, "a") is own and not instances.left("a")
+        proc(own).last_used = now[0]  # (the real one notes when its last task ended)
+        proc(own).tasks_end()
+        await anyio.sleep(0.05)
+        assert not proc(own).stopped  # back, and used just now
+        now[0] = 1000.0
+        await anyio.sleep(0.05)
+        assert proc(own).stopped == "idle for 60 s"
+        tg.cancel_scope.cancel()
