@@ -182,6 +182,9 @@ def test_a_hosts_own_process_asks_that_host_what_no_call_explains(start_daemon: 
 
     [message] = wait_until(refused, 20 * UNIT, "B's process told why nobody answered")
     assert message == "Method not found: roots/list (the host did not declare roots and no operator is attached)"
+    lister = "mcpx cannot tell which call asked roots/list (no call was in flight); nobody can answer it"
+    lister += " (this process only lists the server's tools; each host's calls run on its own)"
+    assert lister in [r["error"]["message"] for r in roots_replies(log) if "error" in r]  # no host's to ask
     with Api(d) as api:
         asked_rows = {q["connectionId"]: q for q in api.history() if q["method"] == "roots/list"}
     conns = {c["id"] for c in Api(d).get("/v1/connections").json()["connections"]}

@@ -316,6 +316,8 @@ class UpstreamServer:
         self._transport = transport
         ask = functools.partial(self.ask_operator, self.key) if self.ask_operator is not None else None
         session = UpstreamSession(self.key, transport, self._on_event, ask, ask_owner=self.ask_owner)
+        if self.cfg.mcpx.scope == "host" and self.instance is None:
+            session.unattributed_fix = "this process only lists the server's tools; each host's calls run on its own"
         session.detached = self.detached
         if keeper is not None:
             keeper.detach = self.detached

@@ -118,6 +118,8 @@ class UpstreamSession:
         self.on_event = on_event
         self.ask_operator = ask_operator
         self.ask_owner = ask_owner
+        # What would let a question no call explains be answered, for the -32601 it gets otherwise.
+        self.unattributed_fix = f"give each host its own process: mcpServers.{name}.mcpx.scope: host"
         self.era: Era | None = None
         self.revision: str | None = None
         self.server_info: dict[str, Any] = {}
@@ -272,7 +274,7 @@ class UpstreamSession:
                 {
                     "code": -32601,
                     "message": f"mcpx cannot tell which call asked {method} ({why}); nobody can answer it"
-                    f" (give each host its own process: mcpServers.{self.name}.mcpx.scope: host)",
+                    f" ({self.unattributed_fix})",
                 },
             )
         if slot is not None and slot.sink is not None:
