@@ -76,6 +76,25 @@ def test_a_task_outlives_its_host_on_the_hosts_own_process_which_stops_after_it(
     assert "its host connection closed and its last task ended" in d.stderr()
 
 
+def test_a_task_keeps_its_gone_hosts_process_only_up_to_its_ttl(start_daemon: Any, tmp_path: Path) -> None:
+    """A task that runs past its TTL is ended by its expiry, and the process it kept goes with it."""
+    d = start_daemon({"mcpServers": {"fx": stdio_server(tmp_path, scope="host")}})
+    host = RawHost(d.url)
+    host.initialize()
+    ttl_ms = int(2_000 * UNIT)
+    created = host.legacy(
+        "tools/call", {"name": "fx__slow", "arguments": {"seconds": 120}, "task": {"ttl": ttl_ms}}
+    ).json()
+    task_id = created["result"]["task"]["taskId"]
+    [pid] = own_processes(d)
+    disconnect(host, d)
+    assert own_processes(d) == [pid]  # kept for the task
+    with Api(d) as api:
+        wait_until(lambda: api.get(f"/v1/tasks/{task_id}").status_code == 404, 20 * UNIT, "the task to expire")
+    wait_until(lambda: not own_processes(d), 10 * UNIT, "the process to stop with its expired task")
+    assert "its host connection closed and its last task ended" in d.stderr()
+
+
 TASKS_EXT = {"io.modelcontextprotocol/clientCapabilities": {"extensions": {"io.modelcontextprotocol/tasks": {}}}}
 
 
