@@ -59,7 +59,7 @@ def test_a_task_outlives_its_host_on_the_hosts_own_process_which_stops_after_it(
     d = start_daemon({"mcpServers": {"fx": stdio_server(tmp_path, scope="host")}})
     host = RawHost(d.url)
     host.initialize()
-    seconds = 2 * UNIT
+    seconds = 1.5 * UNIT
     created = host.legacy(
         "tools/call", {"name": "fx__slow", "arguments": {"seconds": seconds, "steps": 2}, "task": {"ttl": 60_000}}
     ).json()
