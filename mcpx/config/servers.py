@@ -58,8 +58,10 @@ class McpxServerOptions(_Strict):
         "shared",
         description="`shared`: one process serves every host. `host` (stdio servers only): each host connection"
         " gets a process of its own, started on its first call and stopped when the connection closes or idles"
-        " (`idleStopS`); a server's questions then always reach the host whose call asked, and no host sees"
-        " another's state. One more process lists the server's tools for everyone.",
+        " (`idleStopS`), but kept while that host's tasks run on it (a task outlives its host, up to its TTL;"
+        " another connection of its owner collects it). Every question the process asks is its host's: asked"
+        " of that host when it declared the capability, else an operator's; no host sees another's state. One"
+        " more process lists the server's tools for everyone.",
     )
     maxInstances: int = Field(
         16,
@@ -74,7 +76,10 @@ class McpxServerOptions(_Strict):
         " host's process to stop before it fails.",
     )
     idleStopS: float = Field(
-        300, gt=0, description="With `scope: host`: a host's process with no call for this long is stopped."
+        300,
+        gt=0,
+        description="With `scope: host`: a host's process with no call and no task running for this long is"
+        " stopped (once its host has disconnected, it stops as soon as its last task ends).",
     )
 
     @field_validator("namespace")

@@ -8,6 +8,7 @@ Operators may answer any of them.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import anyio
@@ -21,13 +22,16 @@ from ..records.question import Question
 from ..tasks.engine import TaskEngine, current_run
 from ..telemetry import waits
 from ..upstream.pool import UpstreamServer
-from ..upstream.session import OnRequest
-from .connection import HostError, RequestContext
+from ..upstream.session import AskOwner, OnRequest
+from .connection import HostConnection, HostError, RequestContext
 from .task_streams import TaskStreams
 from .waiting import first_error
 
 _CAPABILITY_FOR = {"elicitation/create": "elicitation", "sampling/createMessage": "sampling", "roots/list": "roots"}
 QUESTION_TIMEOUT_S = 600.0
+# A 2025 host opens its GET stream just after initialize, while its first call may already have
+# started its own process, whose first question then comes before the stream: it is given this long.
+CHANNEL_WAIT_S = 2.0
 
 
 class Asker:
@@ -87,6 +91,50 @@ class Asker:
             why=_why(ctx, capability, host_ask),
         )
 
+    def for_owner(self, conn: HostConnection, upstream: str, gone: Callable[[], bool]) -> AskOwner:
+        """Who answers a question that a host's own process (`scope: host`) asks with no call in
+        flight (a roots/list at its start, say): that host, when it declared the capability and
+        has a stream to be asked on (a 2025 session's GET stream, a shim's channel); otherwise an
+        operator, as for any question its host cannot take. Never another host. `gone`: the host
+        disconnected while its tasks still run on the process."""
+
+        async def ask(method: str, params: dict[str, Any]) -> dict[str, Any]:
+            clean = {k: v for k, v in params.items() if k != "_meta"}
+            capability = _CAPABILITY_FOR.get(method)
+            declared = capability is not None and capability in conn.client_caps
+            if declared and conn.era == "legacy" and conn.send is None and not gone():
+                with anyio.move_on_after(CHANNEL_WAIT_S):
+                    await conn.channel_opened.wait()
+            send = conn.send
+            host_ask: HostAsk | None = None
+            if gone():
+                why = routing.host_gone()
+            elif conn.era == "legacy" and not declared:
+                why = routing.host_lacks(capability)
+            elif conn.era != "legacy" or send is None:  # (a 2026 host declares per request: in a call)
+                why = routing.no_channel_outside_a_call(conn.era)
+            else:
+                channel = send
+
+                async def host_ask(q: Question) -> dict[str, Any]:
+                    try:
+                        return await conn.request(channel, method, clean, QUESTION_TIMEOUT_S)
+                    except HostError as exc:
+                        raise UpstreamError(exc.error) from None
+
+                why = routing.asked_of_host(capability)
+            return await self.broker.ask(
+                upstream=upstream,
+                method=method,
+                params=clean,
+                task_id=None,
+                connection=conn.record_id,
+                host_ask=host_ask,
+                why=why,
+            )
+
+        return ask
+
     @waits.traced_wait(waits.approval)
     async def ask_operator(
         self, ctx: RequestContext, upstream: str, params: dict[str, Any], expiry_s: float, qid: str, why: str
@@ -129,7 +177,9 @@ class Asker:
                 async with self.engine.asking(task_id):  # the task shows input_required meanwhile
                     channel = await self.streams.question_channel(task_id, ctx.conn)
                     record = self.engine.frames.recorder(task_id, "host")
-                    return await ctx.conn.request(channel, method, sent, QUESTION_TIMEOUT_S, record)
+                    # Answered on the connection whose stream asked (another session of the owner's,
+                    # when the task's host has left).
+                    return await channel.conn.request(channel.send, method, sent, QUESTION_TIMEOUT_S, record)
             except HostError as exc:
                 raise UpstreamError(exc.error) from None
 

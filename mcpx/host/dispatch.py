@@ -205,7 +205,10 @@ class Dispatcher:
         """Where this host's request goes: the shared process, or (`scope: host`) its own."""
         if shared.cfg.mcpx.scope == "shared":
             return shared
-        return await self.instances.for_host(shared, ctx.conn.record_id)
+        connection = ctx.conn.record_id
+        # The process's questions that no call of the host explains are still the host's alone.
+        ask_owner = self.calls.asker.for_owner(ctx.conn, shared.key, lambda: self.instances.left(connection))
+        return await self.instances.for_host(shared, connection, ask_owner)
 
     async def _current(
         self, ctx: RequestContext, server: UpstreamServer, route: Route

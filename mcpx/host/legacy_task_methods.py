@@ -70,7 +70,8 @@ class LegacyTasks:
         calls = self.host.calls
 
         async def call(task: Task) -> dict[str, Any]:
-            return await calls.call_tool(task_ctx, call_params, route, server)
+            with server.hold():  # a `scope: host` process outlives its host while this task runs
+                return await calls.call_tool(task_ctx, call_params, route, server)
 
         try:
             task = await self.engine.create(
@@ -104,7 +105,7 @@ class LegacyTasks:
         # go (tasks.mdx:435-449, DIGEST L5); the session's GET stream is the fallback.
         notify = ctx.notify
         if notify is not None:
-            self.streams.open(task.id, notify)
+            self.streams.open(task.id, notify, ctx.conn)
         try:
             done = await self.engine.wait_terminal(task.id)
         finally:

@@ -157,6 +157,10 @@ class ModernTasks:
         calls = self.host.calls
 
         async def work() -> dict[str, Any]:
+            with server.hold():  # a `scope: host` process outlives its host while this (task's) work runs
+                return await rounds()
+
+        async def rounds() -> dict[str, Any]:
             p, again = dict(params), resumed
             while True:
                 res = await calls.call_tool(detached, p, route, server, raw_state=True, resumed=again)

@@ -33,6 +33,7 @@ from ..protocol.errors import InternalError, LimitReached, McpError, MethodNotFo
 from ..protocol.ids import opaque_id
 from ..records.question import CAPABILITY_FOR, Action, Question
 from ..store import Store, StoreError
+from . import routing
 from .answers import operator_answer
 
 log = logging.getLogger("mcpx.broker")
@@ -272,7 +273,8 @@ class Broker:
                         f" or give each host its own process of the server (mcpServers.{q.upstream}.mcpx.scope: host)"
                     )
                 else:
-                    reason = f"the host did not declare {capability} and no operator is attached"
+                    not_host = routing.why_not_the_host(q.why) or f"the host did not declare {capability}"
+                    reason = f"{not_host} and no operator is attached"
                 error = MethodNotFound(f"Method not found: {q.method} ({reason})")
                 try:
                     if await self._expire(q, reason, error.to_error(), waiting=waiting):

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+_FOR_OPERATOR = "waiting for an operator: "
+
 
 def asked_of_host(capability: str | None, *, in_task: bool = False) -> str:
     where = " as one of its task's input requests" if in_task else ""
@@ -12,11 +14,26 @@ def asked_of_host(capability: str | None, *, in_task: bool = False) -> str:
 
 
 def host_lacks(capability: str | None) -> str:
-    return f"waiting for an operator: the host did not declare {capability or 'the capability'}"
+    return f"{_FOR_OPERATOR}the host did not declare {capability or 'the capability'}"
+
+
+def why_not_the_host(why: str | None) -> str | None:
+    """Why the host was not asked, from a line above that left the question to an operator."""
+    return why[len(_FOR_OPERATOR) :] if why is not None and why.startswith(_FOR_OPERATOR) else None
 
 
 def host_unreachable() -> str:
     return "waiting for an operator: the host's request has no stream left to ask it on"
+
+
+def host_gone() -> str:
+    return "waiting for an operator: the host that owns this process has disconnected"
+
+
+def no_channel_outside_a_call(era: str | None) -> str:
+    if era != "legacy":
+        return "waiting for an operator: no call was in flight, and a 2026-07-28 host is asked only within a call"
+    return "waiting for an operator: no call was in flight, and the host has no stream open to ask it on"
 
 
 def approval_gate(gate: str) -> str:

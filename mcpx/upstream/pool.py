@@ -22,7 +22,7 @@ from .auth.upstream_auth import UpstreamAuth
 from .catalogue import CHANGED, KINDS, Naming, template_matches, valid_items
 from .http import session_record
 from .http.streamable import HttpTransport
-from .session import UpstreamSession
+from .session import AskOwner, UpstreamSession
 from .stdio.keeper_transport import KeeperTransport, retire_unconfigured
 from .stdio.process import START_MARK, StdioTransport
 from .stdio.send_fault import BeforeSend
@@ -119,13 +119,16 @@ class UpstreamServer:
         ask_operator: AskOperator | None = None,
         instance: str | None = None,
         auth: UpstreamAuth | None = None,
+        ask_owner: AskOwner | None = None,
     ) -> None:
         """`instance` names one host's own process of a `scope: host` server (its log file's name);
-        `auth` signs in to an HTTP upstream that asks for OAuth."""
+        `auth` signs in to an HTTP upstream that asks for OAuth; `ask_owner` takes that process's
+        questions that no call in flight can be tied to: its host's."""
         self.key = key
         self.auth = auth
         self.instance = instance
         self.ask_operator = ask_operator
+        self.ask_owner = ask_owner
         # Where a 2025-11-25 HTTP upstream's session is remembered for the next daemon (http_session_record).
         self.sessions_folder = sessions_folder if cfg.transport == "http" else None
         self.keepers = keepers if cfg.transport == "stdio" else None
@@ -154,15 +157,22 @@ class UpstreamServer:
         self.on_resource_updated = on_resource_updated
         self.in_flight = 0  # host requests at this server now (mcpx.maxInFlight)
         self._went_idle = anyio.Event()  # set (and renewed) each time in_flight falls to 0
+        # Tasks whose work runs on this process (`hold`): a `scope: host` process stays for them
+        # after its host disconnects. A task between two requests (waiting for an approval, between
+        # MRTR rounds) has none in flight, so in_flight alone cannot say so.
+        self.holds = 0
+        self._unheld = anyio.Event()  # set (and renewed) each time holds falls to 0
+        self._stop_why: str | None = None  # why mcpx stopped it (stop()): what its cut calls are told
         # When its last host request ended, on time.monotonic (a `scope: host` process idles out);
         # not on `clock`, which is the restart loop's alone.
         self.last_used = time.monotonic()
         self._restart_asked: str | None = None  # who asked for a restart now (an operator), until it begins
         self._backoff_scope: anyio.CancelScope | None = None  # the wait before the next start
 
-    def sibling(self, instance: str) -> UpstreamServer:
+    def sibling(self, instance: str, ask_owner: AskOwner | None = None) -> UpstreamServer:
         """Another process of this server for one host alone (`scope: host`): never kept across a
-        restart; its lists serve that host's calls, the shared process lists for everyone."""
+        restart; its lists serve that host's calls, the shared process lists for everyone. Its
+        questions are that host's (`ask_owner` takes those no call in flight can be tied to)."""
         return UpstreamServer(
             self.key,
             self.cfg,
@@ -171,6 +181,7 @@ class UpstreamServer:
             on_resource_updated=self.on_resource_updated,
             ask_operator=self.ask_operator,
             instance=instance,
+            ask_owner=ask_owner,
         )
 
     def call_refusal(self) -> LimitReached | None:
@@ -202,6 +213,25 @@ class UpstreamServer:
         """Until no host request is in flight here (a server a reload removes drains before it stops)."""
         while self.in_flight:
             await self._went_idle.wait()
+
+    @contextlib.contextmanager
+    def hold(self) -> Iterator[None]:
+        """A task's work runs on this process, from its start to its end (its TTL ends it at the
+        latest): a `scope: host` process is not stopped under it when its host disconnects."""
+        self.holds += 1
+        try:
+            yield
+        finally:
+            self.holds -= 1
+            self.last_used = time.monotonic()
+            if self.holds == 0:
+                self._unheld.set()
+                self._unheld = anyio.Event()
+
+    async def unheld(self) -> None:
+        """Until no task holds this process."""
+        while self.holds:
+            await self._unheld.wait()
 
     @property
     def state(self) -> UpstreamState:
@@ -324,7 +354,9 @@ class UpstreamServer:
             transport = HttpTransport(self.key, self.cfg, self.auth)
         self._transport = transport
         ask = functools.partial(self.ask_operator, self.key) if self.ask_operator is not None else None
-        session = UpstreamSession(self.key, transport, self._on_event, ask)
+        session = UpstreamSession(self.key, transport, self._on_event, ask, ask_owner=self.ask_owner)
+        if self.cfg.mcpx.scope == "host" and self.instance is None:
+            session.unattributed_fix = "this process only lists the server's tools; each host's calls run on its own"
         session.detached = self.detached
         if keeper is not None:
             keeper.detach = self.detached
@@ -367,11 +399,7 @@ class UpstreamServer:
             session_record.forget(self.sessions_folder, self.key)  # DELETEd upstream by close()
         code = transport.returncode
         self.exit_code = code
-        reason = (
-            f"upstream {self.key!r} exited" + (f" with code {code}" if code is not None else "")
-            if self.cfg.transport == "stdio"
-            else f"upstream {self.key!r} connection lost"
-        )
+        reason = self._end_reason(code)
         self._down(session, reason)
         if not self._stopping:
             raise RuntimeError(reason)
@@ -433,12 +461,21 @@ class UpstreamServer:
             code = transport.returncode
             if code is not None:
                 self.exit_code = code  # also when it died during its start, before any session
-            ended = f"exited with code {code}" if code is not None else "exited"
-            self._down(
-                session,
-                session.dead_reason
-                or f"upstream {self.key!r} " + (ended if self.cfg.transport == "stdio" else "connection lost"),
+            self._down(session, session.dead_reason or self._end_reason(code))
+
+    def _end_reason(self, code: int | None) -> str:
+        """What the calls cut by this process's end are told. One mcpx ended itself (stop(), an
+        operator's restart) is said in mcpx's words: the server did not fail, whatever its exit code."""
+        if self._stopping or self._restart_asked is not None:
+            whose = (
+                f"upstream {self.key!r}" if self.instance is None else f"this host's process of upstream {self.key!r}"
             )
+            if self._stopping:
+                return f"mcpx stopped {whose}" + (f": {self._stop_why}" if self._stop_why else "")
+            return f"mcpx restarted {whose} (asked by {self._restart_asked})"
+        if self.cfg.transport != "stdio":
+            return f"upstream {self.key!r} connection lost"
+        return f"upstream {self.key!r} exited" + (f" with code {code}" if code is not None else "")
 
     def _down(self, session: UpstreamSession, reason: str) -> None:
         session.fail_all(reason)
@@ -613,7 +650,10 @@ class UpstreamServer:
         elif self._transport is not None:
             await self._transport.close()
 
-    async def stop(self) -> None:
+    async def stop(self, why: str | None = None) -> None:
+        """Stop it for good; `why` (mcpx's words) is what calls it cuts are told."""
+        if not self._stop.is_set():
+            self._stop_why = why
         self._stop.set()
         if self._transport is not None:
             await self._transport.close()
@@ -788,7 +828,7 @@ class UpstreamPool:
         with anyio.CancelScope(shield=True):
             async with anyio.create_task_group() as tg:
                 for server in self.servers.values():
-                    tg.start_soon(server.stop)
+                    tg.start_soon(server.stop, "the mcpx daemon stopped")
 
 
 def _inherit(keeper: KeeperTransport, session: UpstreamSession) -> None:

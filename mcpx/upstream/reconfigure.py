@@ -81,7 +81,7 @@ class Reconfigurer:
         async with self._order(server.key):
             for each in (server, *hosts_own):
                 await self._drained(each, why)
-                await each.stop()
+                await each.stop(why)
                 self.draining.discard(each)
             log.info("upstream %s stopped: %s", server.key, why)
 

@@ -84,6 +84,10 @@ current_caller: contextvars.ContextVar[Caller | None] = contextvars.ContextVar("
 # An upstream's question that no one call can be tied to, for an operator: (method, params, the calls
 # in flight that may have asked it, as Caller.wire shows them) -> the result the upstream gets.
 AskOperator = Callable[[str, dict[str, Any], list[dict[str, Any]]], Awaitable[dict[str, Any]]]
+# A question of a process that serves one host alone (`scope: host`) that no call in flight can be
+# tied to (a roots/list at its start, say): still that host's, never anyone else's.
+# (method, params) -> the result the upstream gets.
+AskOwner = Callable[[str, dict[str, Any]], Awaitable[dict[str, Any]]]
 # What mcpx declares to handshake upstreams: it can relay these to hosts that declared them.
 RELAYED_CLIENT_CAPS: dict[str, dict[str, Any]] = {"elicitation": {}, "sampling": {}, "roots": {}}
 
@@ -109,13 +113,19 @@ class UpstreamSession:
         transport: Transport,
         on_event: OnEvent | None = None,
         ask_operator: AskOperator | None = None,
+        *,
+        ask_owner: AskOwner | None = None,
     ) -> None:
         """`ask_operator` answers a question the server asks while calls of several hosts are in
-        flight and none is named on it (stdio): it is an operator's alone then."""
+        flight and none is named on it (stdio): it is an operator's alone then. `ask_owner` (a
+        process of one host's own) answers every question no call in flight is tied to."""
         self.name = name
         self.transport = transport
         self.on_event = on_event
         self.ask_operator = ask_operator
+        self.ask_owner = ask_owner
+        # What would let a question no call explains be answered, for the -32601 it gets otherwise.
+        self.unattributed_fix = f"give each host its own process: mcpServers.{name}.mcpx.scope: host"
         self.era: Era | None = None
         self.revision: str | None = None
         self.server_info: dict[str, Any] = {}
@@ -248,6 +258,17 @@ class UpstreamSession:
                 reply = jsonrpc.error(msg["id"], {"code": -32603, "message": f"mcpx could not get an answer: {exc}"})
             finally:
                 slot.handlers.discard(scope)
+        elif self.ask_owner is not None:
+            # One host's own process: whatever no call of its explains is still that host's.
+            try:
+                reply = jsonrpc.result(msg["id"], await self.ask_owner(str(method), params))
+            except McpError as exc:
+                reply = jsonrpc.error(msg["id"], exc.to_error())
+            except UpstreamError as exc:
+                reply = jsonrpc.error(msg["id"], exc.error)
+            except Exception as exc:  # noqa: BLE001 - the upstream gets an answer, not silence
+                log.warning("upstream %s: answering its %s failed: %s", self.name, method, exc)
+                reply = jsonrpc.error(msg["id"], {"code": -32603, "message": f"mcpx could not get an answer: {exc}"})
         elif unattributed and self.ask_operator is not None:
             # Another host's data may be in it: never a host's to answer, an operator's always.
             candidates = [p.caller.wire(p.method) if p.caller else {"method": p.method} for p in unattributed]
@@ -264,7 +285,7 @@ class UpstreamSession:
                 {
                     "code": -32601,
                     "message": f"mcpx cannot tell which call asked {method} ({why}); nobody can answer it"
-                    f" (give each host its own process: mcpServers.{self.name}.mcpx.scope: host)",
+                    f" ({self.unattributed_fix})",
                 },
             )
         if slot is not None and slot.sink is not None:

@@ -2,8 +2,12 @@
 
 Run it with the SDK 1.30 peer venv's python (see ``tests/peers/venvs.py``)::
 
-    python sdk1_host.py --url URL --script JSON [--timeout S] [--header 'Name: value']...
+    python sdk1_host.py --url URL --script JSON [--timeout S] [--header 'Name: value']... [--root URI]...
     python sdk1_host.py --stdio --script JSON [--env NAME=VALUE]... -- CMD ARGS...
+
+With ``--root`` (repeatable) the session gets a ``list_roots_callback`` (so ``initialize`` declares
+``roots``) answering those URIs; step ``{"op": "roots_asked"}`` prints how often it was asked
+(``"count"``). Without it the host declares no roots (the SDK's default).
 
 SDK 1.30 speaks the handshake era only: it always asks for 2025-11-25 in ``initialize``. The
 tasks calls go through ``session.experimental`` (``call_tool_as_task``, ``get_task``,
@@ -109,6 +113,12 @@ class Host:
         self.task_ids: dict[str, str] = {}  # "N" / id -> taskId
         self.task_progress: dict[str, list[dict[str, Any]]] = {}  # progressToken -> items
         self.token_of_task: dict[str, str] = {}  # taskId -> progressToken
+        self.roots: list[str] = []  # --root: what roots/list answers (declared only when given)
+        self.roots_asked = 0
+
+    async def list_roots(self, context: Any) -> types.ListRootsResult:
+        self.roots_asked += 1
+        return types.ListRootsResult(roots=[types.Root(uri=uri, name=uri.rsplit("/", 1)[-1]) for uri in self.roots])
 
     # ---- incoming ------------------------------------------------------------------------
     async def on_message(self, message: Any) -> None:
@@ -123,7 +133,7 @@ class Host:
                 if token in self.task_progress:
                     p = root.params
                     self.task_progress[token].append(progress_item(p.progress, p.total, p.message))
-        # Server requests (sampling, elicitation, roots) get the SDK defaults.
+        # Server requests (sampling, elicitation; roots unless --root) get the SDK defaults.
 
     def connected(self, opened: tuple[ClientSession, types.InitializeResult]) -> dict[str, Any]:
         """Keep the session :func:`open_session` opened; the connect line."""
@@ -230,6 +240,8 @@ class Host:
             elif op == "cancel":
                 task_id = self._task_ref(step.get("task"))
                 out["result"] = dump(await s.experimental.cancel_task(task_id))
+            elif op == "roots_asked":
+                out["count"] = self.roots_asked
             elif op == "notifications":
                 method = step.get("method")
                 out["notifications"] = [n for n in self.notifications if method is None or n.get("method") == method]
@@ -277,6 +289,8 @@ async def open_session(
 
 async def _main(args: argparse.Namespace, steps: list[dict[str, Any]]) -> int:
     host = Host()
+    host.roots = list(args.roots)
+    roots = {"list_roots_callback": host.list_roots} if host.roots else {}
     return await run_host(
         lambda: open_session(
             None if args.stdio else args.url,
@@ -285,6 +299,7 @@ async def _main(args: argparse.Namespace, steps: list[dict[str, Any]]) -> int:
             timeout=args.timeout,
             message_handler=host.on_message,
             client_info=CLIENT_INFO,
+            **roots,
         ),
         host.connected,
         lambda _opened, step, n: host.run_step(step, n),
@@ -297,6 +312,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = host_parser(__doc__, stdio=True)
     parser.add_argument("--header", dest="headers", action="append", default=[], help="'Name: value' (HTTP)")
     parser.add_argument("--env", action="append", default=[], help="NAME=VALUE for the spawned command (stdio)")
+    parser.add_argument("--root", dest="roots", action="append", default=[], help="a root URI roots/list answers")
     args, steps = parse_cli(parser, argv, command=True)
     return anyio.run(_main, args, steps)
 

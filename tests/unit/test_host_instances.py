@@ -1,6 +1,7 @@
 """mcpx.upstream.host_scoped: one process per host connection for `scope: host` servers, started on
 first use, stopped when the connection closes or idles, bounded by maxInstances (a host beyond it
-waits for room, then is refused). The processes are stand-ins that record their start and stop."""
+waits for room, then is refused); a process tasks run on outlives its host until the last of them
+ends. The processes are stand-ins that record their start and stop."""
 
 from __future__ import annotations
 
@@ -14,23 +15,34 @@ from mcpx.protocol.errors import LimitReached
 from mcpx.upstream import host_scoped
 from mcpx.upstream.host_scoped import HostInstances
 from mcpx.upstream.pool import UpstreamServer
+from mcpx.upstream.session import AskOwner
 
 pytestmark = pytest.mark.anyio
 
 
 class Process:
-    def __init__(self, cfg: ServerConfig, connection: str) -> None:
-        self.key, self.cfg, self.connection = "up", cfg, connection
+    def __init__(self, cfg: ServerConfig, connection: str, ask_owner: AskOwner | None = None) -> None:
+        self.key, self.cfg, self.connection, self.ask_owner = "up", cfg, connection, ask_owner
         self.in_flight = 0
+        self.holds = 0  # tasks running on it (UpstreamServer.hold)
+        self._unheld = anyio.Event()
         self.last_used = 0.0
         self.running = False
-        self.stopped = False
+        self.stopped: str | None = None  # why it was stopped
 
     async def run(self) -> None:
         self.running = True
 
-    async def stop(self) -> None:
-        self.stopped = True
+    async def stop(self, why: str | None = None) -> None:
+        self.stopped = why or "?"
+
+    def tasks_end(self) -> None:
+        self.holds = 0
+        self._unheld.set()
+
+    async def unheld(self) -> None:
+        while self.holds:
+            await self._unheld.wait()
 
 
 def shared(**mcpx: Any) -> UpstreamServer:
@@ -38,8 +50,8 @@ def shared(**mcpx: Any) -> UpstreamServer:
     return cast(UpstreamServer, Process(cfg, ""))
 
 
-def make(server: UpstreamServer, connection: str) -> UpstreamServer:
-    return cast(UpstreamServer, Process(server.cfg, connection))
+def make(server: UpstreamServer, connection: str, ask_owner: AskOwner | None) -> UpstreamServer:
+    return cast(UpstreamServer, Process(server.cfg, connection, ask_owner))
 
 
 def proc(server: UpstreamServer) -> Process:
@@ -57,7 +69,7 @@ async def test_each_connection_gets_its_own_process_once_and_a_shared_server_is_
         plain = cast(UpstreamServer, Process(ServerConfig.model_validate({"command": "x"}), ""))
         assert await instances.for_host(plain, "a") is plain
         await instances.release("a")
-        assert proc(a1).stopped and not proc(b).stopped and instances.count("up") == 1
+        assert proc(a1).stopped == "its host connection closed" and not proc(b).stopped and instances.count("up") == 1
         tg.cancel_scope.cancel()
 
 
@@ -98,4 +110,88 @@ async def test_beyond_max_instances_a_host_waits_for_room_then_is_refused() -> N
         tg.start_soon(free_soon)
         second = await instances.for_host(up, "b")  # waited for a's process to stop
         assert proc(first).stopped and proc(second).connection == "b"
+        tg.cancel_scope.cancel()
+
+
+async def test_a_process_its_tasks_run_on_outlives_its_host_and_stops_when_the_last_ends(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """#39 item 3: a host that disconnects leaves its tasks running; their process stays (also past
+    idleStopS: the task is not idle, it is running) and stops as the last of them ends."""
+    monkeypatch.setattr(host_scoped, "SWEEP_EVERY_S", 0.01)
+    now = [100.0]
+    instances = HostInstances(make, clock=lambda: now[0])
+    async with anyio.create_task_group() as tg:
+        await instances.run(tg)
+        up = shared(idleStopS=60)
+        tasked, plain = await instances.for_host(up, "a"), await instances.for_host(up, "b")
+        proc(tasked).holds = 1
+        await instances.release("a")
+        await instances.release("b")
+        assert proc(plain).stopped == "its host connection closed"  # nothing of b's runs there
+        assert not proc(tasked).stopped and instances.left("a") and instances.count("up") == 1
+        now[0] = 1000.0  # long past idleStopS: still running its task
+        await anyio.sleep(0.05)
+        assert not proc(tasked).stopped
+        proc(tasked).tasks_end()
+        await anyio.sleep(0.01)
+        assert proc(tasked).stopped == "its host connection closed and its last task ended"
+        assert not instances.left("a") and instances.count("up") == 0
+        tg.cancel_scope.cancel()
+
+
+async def test_a_connected_hosts_process_is_not_idle_while_a_task_runs_on_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A task between two requests (waiting for an approval, between MRTR rounds) has none in
+    flight; it still holds its process against idleStopS."""
+    monkeypatch.setattr(host_scoped, "SWEEP_EVERY_S", 0.01)
+    now = [100.0]
+    instances = HostInstances(make, clock=lambda: now[0])
+    async with anyio.create_task_group() as tg:
+        await instances.run(tg)
+        own = await instances.for_host(shared(idleStopS=60), "a")
+        proc(own).holds = 1
+        now[0] = 1000.0
+        await anyio.sleep(0.05)
+        assert not proc(own).stopped
+        proc(own).tasks_end()
+        await anyio.sleep(0.05)
+        assert proc(own).stopped == "idle for 60 s"
+        tg.cancel_scope.cancel()
+
+
+async def test_a_hosts_process_is_made_with_that_hosts_own_question_taker() -> None:
+    instances = HostInstances(make)
+    async with anyio.create_task_group() as tg:
+        await instances.run(tg)
+
+        async def ask_a(method: str, params: dict[str, Any]) -> dict[str, Any]:
+            return {"roots": []}
+
+        own = await instances.for_host(shared(), "a", ask_a)
+        assert proc(own).ask_owner is ask_a
+        tg.cancel_scope.cancel()
+
+
+async def test_a_host_that_comes_back_under_its_id_keeps_its_process_past_its_tasks(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A 2025 session the registry closed as idle is restored under its id by its next request: its
+    process, kept for its task meanwhile, is its own again and idles out as usual."""
+    monkeypatch.setattr(host_scoped, "SWEEP_EVERY_S", 0.01)
+    now = [100.0]
+    instances = HostInstances(make, clock=lambda: now[0])
+    async with anyio.create_task_group() as tg:
+        await instances.run(tg)
+        up = shared(idleStopS=60)
+        own = await instances.for_host(up, "a")
+        proc(own).holds = 1
+        await instances.release("a")
+        assert await instances.for_host(up, "a") is own and not instances.left("a")
+        proc(own).last_used = now[0]  # (the real one notes when its last task ended)
+        proc(own).tasks_end()
+        await anyio.sleep(0.05)
+        assert not proc(own).stopped  # back, and used just now
+        now[0] = 1000.0
+        await anyio.sleep(0.05)
+        assert proc(own).stopped == "idle for 60 s"
         tg.cancel_scope.cancel()

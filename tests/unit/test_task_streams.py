@@ -9,7 +9,7 @@ import anyio
 import pytest
 
 from mcpx.host.connection import HostConnection
-from mcpx.host.task_streams import TaskStreams
+from mcpx.host.task_streams import Channel, TaskStreams
 from mcpx.tasks.frame_log import FrameLog
 
 pytestmark = pytest.mark.anyio
@@ -57,6 +57,18 @@ async def test_two_questions_wait_and_one_gives_up_the_other_still_gets_the_stre
             give_up.set()
             while streams._waiters.get("t-1") != 1:
                 await anyio.sleep(0.01)
-            streams.open("t-1", _send)  # the one still waiting is woken by it
-    assert got == [_send]
+            streams.open("t-1", _send, conn)  # the one still waiting is woken by it
+    assert got == [Channel(_send, conn)]
     assert streams._stream_opened == {} and streams._waiters == {}
+
+
+async def test_a_question_goes_to_the_newest_tasks_result_stream_with_the_connection_it_came_on() -> None:
+    """The task's host may have left; another session of its owner collects it: that session's
+    stream asks, and its answer comes back on that session (not the one that made the task)."""
+    streams = TaskStreams(FrameLog())
+    maker, collector = HostConnection("http"), HostConnection("http")
+    streams.open("t-1", _send, collector)
+    channel = await streams.question_channel("t-1", maker)
+    assert channel.send is _send and channel.conn is collector
+    streams.close("t-1", _send)
+    assert streams.streams == {}
