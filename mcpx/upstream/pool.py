@@ -134,6 +134,8 @@ class UpstreamServer:
         self.restarts = 0
         self.exit_code: int | None = None  # how its last stdio process ended
         self.lists: dict[str, list[dict[str, Any]]] = {kind: [] for kind in KINDS}
+        self._stale: set[str] = set()  # lists a list_changed said changed, not fetched since
+        self._refreshing: set[str] = set()  # lists being fetched after a list_changed
         self.naming = Naming(namespace)
         self.on_change = on_change  # its lists changed: hosts are told
         self._ready = anyio.Event()
@@ -300,13 +302,16 @@ class UpstreamServer:
                     await self._open_http(transport, session, self.sessions_folder)
                 else:
                     await session.start()
+                if session.era == "legacy":
+                    # What a 2025-11-25 server sends outside any request (list changes, updates, the
+                    # requests a TypeScript server makes with no related call) comes on its GET
+                    # stream, opened once initialized (a 405: it offers none).
+                    await transport.open_listen_stream()
                 for kind in KINDS:
                     self.lists[kind] = await self._fetch(session, kind)
             except BaseException:
                 await transport.close()
                 raise
-            if session.era == "legacy" and (session.capabilities.get("tools") or {}).get("listChanged"):
-                await transport.open_listen_stream()
             self.session = session
             self._last_capabilities = session.capabilities
             if session.era == "modern":
@@ -515,13 +520,23 @@ class UpstreamServer:
         kinds = CHANGED.get(method)
         session = self.session
         if kinds and session is not None:
-            for kind in kinds:
-                try:
-                    self.lists[kind] = await self._fetch(session, kind)
-                except Exception as exc:  # noqa: BLE001 - keep the old list; the next change retries
-                    log.warning("upstream %s: %s after list_changed failed: %s", self.key, KINDS[kind][0], exc)
-            if self.on_change is not None:
-                await self.on_change(self, kinds)
+            # One refresh per list at a time: a change that comes while one runs makes it run once
+            # more, so a server that floods list_changed gets at most two list requests in flight.
+            self._stale.update(kinds)
+            mine = [kind for kind in kinds if kind not in self._refreshing]
+            self._refreshing.update(mine)
+            try:
+                while refresh := [kind for kind in mine if kind in self._stale]:
+                    self._stale.difference_update(refresh)
+                    for kind in refresh:
+                        try:
+                            self.lists[kind] = await self._fetch(session, kind)
+                        except Exception as exc:  # noqa: BLE001 - keep the old list; the next change retries
+                            log.warning("upstream %s: %s after list_changed failed: %s", self.key, KINDS[kind][0], exc)
+                    if self.on_change is not None:
+                        await self.on_change(self, tuple(refresh))
+            finally:
+                self._refreshing.difference_update(mine)
         elif method == "notifications/resources/updated" and self.on_resource_updated is not None:
             uri = params.get("uri")
             if isinstance(uri, str):

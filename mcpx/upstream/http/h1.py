@@ -62,6 +62,9 @@ READ_SIZE = 65536
 USER_AGENT = f"mcpx/{__version__}"
 
 _HEAD_END = re.compile(rb"\r?\n\r?\n")
+_LINE_END = re.compile(rb"\r\n|\r|\n")
+# The longest line of a streamed body (an SSE line) mcpx holds: far above any real MCP message.
+MAX_LINE_BYTES = 64 * 1024 * 1024
 _BAD_HEADER = re.compile(r"[\r\n\0]")
 _SAFE_PATH = "/%:@!$&'()*+,;=-._~"  # RFC 3986 pchar and "/", existing escapes kept
 _SAFE_QUERY = _SAFE_PATH + "?"
@@ -251,19 +254,25 @@ class Response:
             return body
         return b"".join([piece async for piece in self.aiter_bytes()])
 
-    async def aiter_lines(self) -> AsyncIterator[str]:
-        """Lines split at CRLF, LF or CR (as SSE wants), without their ends, decoded as UTF-8."""
-        pending = b""
+    async def aiter_lines(self, max_line: int = MAX_LINE_BYTES) -> AsyncIterator[str]:
+        """Lines split at CRLF, LF or CR (as SSE wants), without their ends, decoded as UTF-8. A
+        line longer than `max_line` bytes is ConnectionFailed: a server cannot make mcpx hold (or
+        copy over and over) an endless line; the unfinished one is kept in one growing buffer."""
+        buf = bytearray()
         async for chunk in self.aiter_bytes():
-            pending += chunk
-            lines = pending.splitlines(keepends=True)
-            pending = b""
-            if lines and (not lines[-1].endswith((b"\n", b"\r")) or lines[-1].endswith(b"\r")):
-                pending = lines.pop()  # unfinished, or a CR whose LF may be in the next chunk
-            for line in lines:
-                yield line.rstrip(b"\r\n").decode("utf-8", "replace")
-        if pending:
-            for line in pending.splitlines():
+            scan = max(len(buf) - 1, 0)  # the kept part has no line end (but maybe a last CR)
+            buf += chunk
+            start = 0
+            while (end := _LINE_END.search(buf, max(start, scan))) is not None:
+                if end.group() == b"\r" and end.end() == len(buf):
+                    break  # a CR whose LF may be in the next chunk
+                yield buf[start : end.start()].decode("utf-8", "replace")
+                start = end.end()
+            del buf[:start]
+            if len(buf) > max_line:
+                raise ConnectionFailed(f"the server sent a line longer than {max_line} bytes")
+        if buf:
+            for line in bytes(buf).splitlines():
                 yield line.decode("utf-8", "replace")
 
 
