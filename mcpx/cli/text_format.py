@@ -302,6 +302,8 @@ def upstream_lines(u: Json) -> list[str]:
         f"{u['tools']} tools, {u['restarts']} restarts{err}"
     )
     lines = [head]
+    for tool in u.get("leftOutTools") or []:  # not offered to hosts (SEP-2243)
+        lines.append(f"      left out {tool['name']}: {tool['reason']}")
     if u.get("state") != "ready":
         if u.get("exitCode") is not None:
             lines.append(f"      exit code {u['exitCode']}")

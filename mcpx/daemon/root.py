@@ -335,6 +335,7 @@ class Daemon:
                     "exitCode": s.exit_code,
                     "stderrTail": s.stderr_tail() if s.state != "ready" else [],
                     "logPath": str(s.log_path) if s.log_path else None,
+                    "leftOutTools": [{"name": n, "reason": r} for n, r in s.left_out.items()],
                 }
                 for s in self.pool.servers.values()
             ],

@@ -15,7 +15,7 @@ import anyio
 from anyio.abc import TaskGroup, TaskStatus
 
 from ..config.model import Config, ServerConfig
-from ..protocol import jsonrpc
+from ..protocol import jsonrpc, param_headers
 from ..protocol.errors import InvalidParams, LimitReached, McpError, UpstreamError, UpstreamUnavailable
 from .catalogue import CHANGED, KINDS, Naming, template_matches, valid_items
 from .http import session_record
@@ -135,6 +135,8 @@ class UpstreamServer:
         self.exit_code: int | None = None  # how its last stdio process ended
         self.lists: dict[str, list[dict[str, Any]]] = {kind: [] for kind in KINDS}
         self._stale: set[str] = set()  # lists a list_changed said changed, not fetched since
+        # Tools it lists that mcpx leaves out, and why (an invalid `x-mcp-header`, SEP-2243).
+        self.left_out: dict[str, str] = {}
         self._refreshing: set[str] = set()  # lists being fetched after a list_changed
         self.naming = Naming(namespace)
         self.on_change = on_change  # its lists changed: hosts are told
@@ -563,7 +565,32 @@ class UpstreamServer:
             cursor = res.get("nextCursor")
             if not cursor:
                 break
+        if kind == "tools" and session.era == "modern" and isinstance(session.transport, HttpTransport):
+            items = self._header_checked(items, session.transport)
         return items
+
+    def _header_checked(self, tools: list[dict[str, Any]], transport: HttpTransport) -> list[dict[str, Any]]:
+        """A 2026 HTTP server's tools less those whose `x-mcp-header` annotations are invalid
+        (SEP-2243: a client MUST leave them out), each logged once with why; the transport learns
+        which arguments the others' calls mirror as Mcp-Param-* headers."""
+        kept: list[dict[str, Any]] = []
+        left_out: dict[str, str] = {}
+        headers: dict[str, tuple[param_headers.HeaderParam, ...]] = {}
+        for tool in tools:
+            name = str(tool["name"])
+            try:
+                params = param_headers.header_params(tool.get("inputSchema"))
+            except param_headers.InvalidAnnotation as exc:
+                left_out[name] = str(exc)
+                if self.left_out.get(name) != str(exc):
+                    log.warning("upstream %s: tool %r left out: %s", self.key, name, exc)
+                continue
+            if params:
+                headers[name] = params
+            kept.append(tool)
+        self.left_out = left_out
+        transport.tool_headers = headers
+        return kept
 
     async def ready_session(self) -> UpstreamSession:
         # A first start may take a while (npx, a cold interpreter); a restart gets a short grace.

@@ -39,3 +39,27 @@ def test_older_events_backfill_before_the_kept_ones_without_doubles() -> None:
 def test_an_events_subject_names_what_it_is_about_and_who() -> None:
     ev = {"taskId": "Tk1buildAAAA", "connectionId": "c-ide-123456", "by": "host:c-ide", "data": {"tool": "build"}}
     assert subject_of(ev) == "task Tk1build · host c-ide-12 · build · by host:c-ide"
+
+
+def test_an_upstreams_left_out_tools_show_with_why_in_its_row_and_in_mcpx_status() -> None:
+    from console.views.upstreams import upstream_row
+    from mcpx.cli.text_format import upstream_lines
+
+    u = {
+        "name": "remote",
+        "transport": "http",
+        "state": "ready",
+        "era": "modern",
+        "revision": "2026-07-28",
+        "tools": 3,
+        "restarts": 0,
+        "lastError": None,
+        "leftOutTools": [{"name": "bad", "reason": "x-mcp-header 'A' on a: only a string, integer or boolean ..."}],
+    }
+    key, cells = upstream_row(u)
+    assert (
+        key == "remote"
+        and str(cells[-1]) == "left out bad: x-mcp-header 'A' on a: only a string, integer or boolean ..."
+    )
+    assert str(upstream_row({**u, "lastError": "boom"})[1][-1]) == "boom"  # an error comes first
+    assert "      left out bad: x-mcp-header 'A' on a: only a string, integer or boolean ..." in upstream_lines(u)
