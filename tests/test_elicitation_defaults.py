@@ -36,8 +36,9 @@ def daemon(request: Any, start_daemon: Any) -> Any:
 def _upstream_got(frame: dict[str, Any]) -> dict[str, Any]:
     """What the fixture says it was answered: `...: action=accept, content={...}`."""
     text = frame["result"]["content"][0]["text"]
-    action, content = re.fullmatch(r".*: action=(\w+), content=(.*)", text, re.S).groups()  # type: ignore[union-attr]
-    return {"action": action, "content": json.loads(content)}
+    said = re.fullmatch(r".*: action=(\w+), content=(.*)", text, re.S)
+    assert said is not None, text
+    return {"action": said[1], "content": json.loads(said[2])}
 
 
 def _legacy_call_answering(host: RawHost, answer: dict[str, Any]) -> dict[str, Any]:
