@@ -10,13 +10,14 @@ with notifications, pings and junk never stalls it."""
 from __future__ import annotations
 
 import json
+import threading
 import time
 from typing import Any
 
 import anyio
 import httpx
 from anyio.abc import ByteStream
-from harness import UNIT, RawHost, SseStream, reply_of, wait_until
+from harness import UNIT, Api, RawHost, SseStream, operator_attached, reply_of, wait_until
 from scripted_http import SSE_HEAD, LegacyMcp, Request, event, in_thread, result
 
 ASK = {
@@ -169,3 +170,52 @@ def test_what_the_get_stream_floods_mcpx_with_never_stalls_it(start_daemon: Any,
     assert lists - lists_before < 30, lists - lists_before
     assert took < 10 * UNIT, f"a call during the flood took {took:.1f} s"
     assert "not JSON" in d.stderr()
+
+
+def test_a_question_on_the_get_stream_while_two_hosts_calls_are_in_flight_is_an_operators(
+    start_daemon: Any, raw_host: Any
+) -> None:
+    get = GetStream()
+    server: LegacyMcp
+    in_flight: list[Any] = []
+
+    async def on_call(req: Request, msg: dict[str, Any], stream: ByteStream) -> bool:
+        in_flight.append(msg["id"])
+        await stream.send(SSE_HEAD)
+        with anyio.fail_after(30):
+            while len(in_flight) < 2:  # both hosts' calls are here: nobody can tell whose it is
+                await anyio.sleep(0.02)
+            if msg["id"] == in_flight[0]:
+                get.push(ASK, "g-1")
+            while not any(r.get("id") == "ask-1" for r in server.replies):
+                await anyio.sleep(0.02)
+        await stream.send(event(result(msg["id"], "done")))
+        return False
+
+    server = LegacyMcp(on_call, get.on_get)
+    with in_thread(server) as port:
+        d = start_daemon(_upstream(port))
+        hosts = [raw_host(d.url), raw_host(d.url)]
+        for host in hosts:
+            host.initialize(capabilities={"elicitation": {}})  # each could answer: neither may
+        feed = operator_attached(d, "olga")
+        box: dict[int, Any] = {}
+        threads = [
+            threading.Thread(target=lambda i=i, h=h: box.update({i: h.legacy("tools/call", {"name": "work"})}))
+            for i, h in enumerate(hosts)
+        ]
+        for t in threads:
+            t.start()
+        try:
+            with Api(d) as api:
+                [q] = wait_until(api.open_questions, what="the question, for an operator")
+                assert q["why"].startswith("waiting for an operator: 2 calls were in flight on this server"), q
+                assert len(q["candidates"]) == 2 and not q["hostCanAnswer"], q
+                assert api.answer(q["id"], "accept", by="olga", content={"name": "Olga"}).status_code == 200
+                for t in threads:
+                    t.join(20)
+        finally:
+            feed.close()
+    [answer] = [r for r in server.replies if r.get("id") == "ask-1"]
+    assert answer["result"] == {"action": "accept", "content": {"name": "Olga", "team": "core"}}
+    assert all(reply_of(box[i])["result"]["content"][0]["text"] == "done" for i in range(2))
