@@ -128,7 +128,8 @@ async def no_calls(req: Request, msg: dict[str, Any], stream: ByteStream) -> boo
 class LegacyMcp:
     """A 2025-11-25 MCP server (it fails `server/discover`, so mcpx speaks the handshake era to
     it): `initialize` opens session "s-1"; `tools/call` is `on_call`'s, GET is `on_get`'s. Every
-    request it sees is kept in `seen`, every tools/call message in `calls`."""
+    request it sees is kept in `seen`, every tools/call message in `calls`, every answer the client
+    POSTs to a request of the server's in `replies`."""
 
     on_call: OnCall = no_calls
     on_get: OnGet = no_get_stream
@@ -136,6 +137,7 @@ class LegacyMcp:
     list_changed: bool = False
     seen: list[Request] = field(default_factory=list)
     calls: list[dict[str, Any]] = field(default_factory=list)
+    replies: list[dict[str, Any]] = field(default_factory=list)  # the client's answers to its requests
 
     async def __call__(self, req: Request, stream: ByteStream) -> bool:
         self.seen.append(req)
@@ -146,6 +148,10 @@ class LegacyMcp:
             return True
         msg = req.json()
         method = msg.get("method")
+        if "method" not in msg:  # the client's answer to a request this server made
+            self.replies.append(msg)
+            await stream.send(reply(202))
+            return True
         if "id" not in msg:
             await stream.send(reply(202))
             return True

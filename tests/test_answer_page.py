@@ -165,6 +165,39 @@ def test_an_approval_with_long_arguments_shows_them_all_and_deny_says_what_the_h
         assert box["frame"]["result"]["content"][0]["text"] == told
 
 
+def test_the_page_starts_with_the_forms_defaults_and_accepting_them_sends_them(
+    start_daemon: Any, tmp_path: Path, raw_host: Any, browser: Any
+) -> None:
+    """SEP-1034: a fresh page shows each field's default (it showed none: server-everything's
+    "String with default" was empty), and Accept without touching a field sends them."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select, WebDriverWait
+
+    d = start_daemon(_config(tmp_path))
+    host = raw_host(d.url)
+    host.initialize()  # no elicitation: the operator answers
+    feed = operator_attached(d, "olga")
+    try:
+        with Api(d) as api:
+            box = _call_aside(d, host, "up__test_elicitation_sep1034_defaults", {})
+            [q] = wait_until(api.open_questions, 20, "the question")
+            browser.get(_link(api, q["id"]))
+            assert browser.find_element(By.ID, "f-name").get_attribute("value") == "John Doe"
+            assert browser.find_element(By.ID, "f-age").get_attribute("value") == "30"
+            assert browser.find_element(By.ID, "f-score").get_attribute("value") == "95.5"
+            assert Select(browser.find_element(By.ID, "f-status")).first_selected_option.text == "active"
+            assert Select(browser.find_element(By.ID, "f-verified")).first_selected_option.text == "Yes"
+            browser.find_element(By.ID, "f-by").send_keys("bob")
+            browser.find_element(By.CSS_SELECTOR, "button[value=accept]").click()
+            WebDriverWait(browser, 10).until(lambda b: "Thank you" in b.page_source, "the answer page's reply")
+            box["thread"].join(15)
+    finally:
+        feed.close()
+    text = box["frame"]["result"]["content"][0]["text"]
+    content = json.loads(text.split("content=", 1)[1])
+    assert content == {"name": "John Doe", "age": 30, "score": 95.5, "status": "active", "verified": True}, text
+
+
 def _csrf(page: str) -> str:
     found = re.search(r'name="csrf" value="([0-9a-f]+)"', page)
     assert found, page

@@ -7,15 +7,14 @@ The suite is installed with `npm ci` from the pinned lock the first time (node_m
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
-import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
+from conformance_suite import installed_suite
 from harness import ROOT, Daemon, SuiteStore
 from shared_folder import SHARED
 
@@ -23,7 +22,6 @@ pytestmark = pytest.mark.conformance  # slow tier (tests/conftest.py)
 
 CONF = ROOT / "tests" / "conformance"
 RUNNER = SHARED / "conformance" / "run-server.sh"
-PKG = CONF / "node_modules" / "@modelcontextprotocol" / "conformance"
 SELECTIONS = ["2025-11-25", "2026-07-28", "tasks", "mrtr"]
 
 
@@ -39,18 +37,7 @@ def _expected() -> set[tuple[str, str, str]]:
 
 @pytest.fixture(scope="module")
 def suite() -> Path:
-    if shutil.which("node") is None or shutil.which("npm") is None:
-        pytest.fail("node and npm are required for the conformance suite")
-    # The file's two stores are two xdist units that may start together: one `npm ci` at a time
-    # (two at once fail with ENOTEMPTY), and the second finds the first one's install.
-    with open(CONF / ".npm-ci.lock", "a") as lock:
-        fcntl.flock(lock.fileno(), fcntl.LOCK_EX)
-        try:
-            if not (PKG / "dist" / "index.js").exists():
-                subprocess.run(["npm", "ci", "--no-audit", "--no-fund"], cwd=CONF, check=True, timeout=600)
-        finally:
-            fcntl.flock(lock.fileno(), fcntl.LOCK_UN)
-    return PKG
+    return installed_suite()
 
 
 @pytest.fixture(scope="module")

@@ -1,6 +1,7 @@
-"""`:upstreams`: each configured server's state, era, tools, restarts, last exit and error, as
-`/v1/status` knows them (asked each second). `l` tails its stderr, `r` restarts it after asking,
-`i` starts the OAuth sign-in of an HTTP server (`needs login`) and shows the URL to copy."""
+"""`:upstreams`: each configured server's state, era, tools, restarts, last exit and error (or the
+tools mcpx leaves out of its listing, and why), as `/v1/status` knows them (asked each second). `l`
+tails its stderr, `r` restarts it after asking, `i` starts the OAuth sign-in of an HTTP server
+(`needs login`) and shows the URL to copy."""
 
 from __future__ import annotations
 
@@ -26,6 +27,13 @@ STATE_STYLE = {
 
 def upstream_row(u: dict[str, Any]) -> Row:
     code = u.get("exitCode")
+    left_out = [t for t in u.get("leftOutTools") or [] if isinstance(t, dict)]
+    # Its last error, else the tools mcpx leaves out of its listing and why (SEP-2243).
+    problem = (
+        Text(str(u["lastError"]), style="red")
+        if u.get("lastError")
+        else Text("; ".join(f"left out {t.get('name')}: {t.get('reason')}" for t in left_out), style="yellow")
+    )
     return (
         str(u["name"]),
         (
@@ -36,7 +44,7 @@ def upstream_row(u: dict[str, Any]) -> Row:
             str(u.get("tools", 0)),
             str(u.get("restarts", 0)),
             "-" if code is None else str(code),
-            Text(str(u.get("lastError") or ""), style="red"),
+            problem,
         ),
     )
 

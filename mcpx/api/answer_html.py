@@ -86,6 +86,23 @@ def _input(f: Field, value: str) -> str:
     return f'<input type="{kind}" id="f-{name}" name="{name}" value="{escape(value)}"{step}{limits}{req}>'
 
 
+def default_values(form: Form) -> dict[str, str]:
+    """A fresh form's fields as the page shows them: each field's schema default (SEP-1034), in the
+    text the inputs hold (a multi-select's choices joined by \x1f, a boolean as true/false)."""
+    out: dict[str, str] = {}
+    for f in form.fields:
+        d = f.default
+        if d is None:
+            continue
+        if isinstance(d, bool):
+            out[f.name] = "true" if d else "false"
+        elif isinstance(d, tuple):
+            out[f.name] = "\x1f".join(d)
+        else:
+            out[f.name] = str(d)
+    return out
+
+
 def _field(f: Field, value: str, errors: Mapping[str, str]) -> str:
     hint = f' <span class="hint">{escape(f.description)}</span>' if f.description else ""
     mark = " *" if f.required else ""
@@ -129,8 +146,10 @@ def question_page(
     errors: Mapping[str, str] | None = None,
 ) -> str:
     """The question and its form. An approval (mcpx's own question) shows its arguments whole and
-    gets Allow / Deny buttons and a reason; any other form gets its fields and Accept / Decline."""
-    values = values or {}
+    gets Allow / Deny buttons and a reason; any other form gets its fields and Accept / Decline.
+    `values`: what was typed in (a form sent back with errors); None: a fresh form, its fields
+    filled with the schema's defaults."""
+    values = default_values(form) if values is None else values
     errors = errors or {}
     params = question.get("params") or {}
     approval = approval_of(params)

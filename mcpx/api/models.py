@@ -47,6 +47,11 @@ class UpstreamAuthStatus(BaseModel):
     loginPending: bool = Field(description="A sign-in was started and waits for the browser to come back.")
 
 
+class LeftOutTool(BaseModel):
+    name: str
+    reason: str
+
+
 class UpstreamStatus(BaseModel):
     name: str
     transport: Literal["stdio", "http"]
@@ -59,6 +64,11 @@ class UpstreamStatus(BaseModel):
     exitCode: int | None = Field(None, description="How its last process ended (stdio).")
     stderrTail: list[str] = Field(default_factory=list, description="The last lines it wrote to stderr.")
     logPath: str | None = Field(None, description="Where its stderr is written (stdio).")
+    leftOutTools: list[LeftOutTool] = Field(
+        default_factory=list,
+        description="Tools it lists that mcpx does not offer hosts, and why: an invalid `x-mcp-header`"
+        " annotation (SEP-2243) on a 2026-07-28 HTTP server.",
+    )
     auth: UpstreamAuthStatus | None = Field(None, description="Its OAuth sign-in (HTTP upstreams mcpx may sign in to).")
 
 

@@ -167,5 +167,6 @@ def row(server: UpstreamServer) -> dict[str, Any]:
         "exitCode": s.exit_code,
         "stderrTail": s.stderr_tail() if s.state != "ready" else [],
         "logPath": str(s.log_path) if s.log_path else None,
+        "leftOutTools": [{"name": n, "reason": r} for n, r in s.left_out.items()],
         "auth": s.auth.summary() if s.auth is not None else None,
     }

@@ -312,6 +312,8 @@ def upstream_lines(u: Json) -> list[str]:
         lines.append(
             f"      signed in at {auth.get('issuer')} by {auth.get('by')} ({scopes}; expires {stamp(auth.get('expiresMs'))})"
         )
+    for tool in u.get("leftOutTools") or []:  # not offered to hosts (SEP-2243)
+        lines.append(f"      left out {tool['name']}: {tool['reason']}")
     if u.get("state") != "ready":
         if u.get("exitCode") is not None:
             lines.append(f"      exit code {u['exitCode']}")

@@ -322,8 +322,12 @@ class Daemon:
             connection=None,
             host_ask=None,
             candidates=candidates,
-            why=routing.unattributable(len(candidates), hosts),
+            why=routing.unattributable(len(candidates), hosts, self._transport_of(upstream)),
         )
+
+    def _transport_of(self, upstream: str) -> str:
+        server = self.pool.servers.get(upstream)
+        return server.cfg.transport if server is not None else "stdio"
 
     async def _on_resource_updated(self, server: UpstreamServer, uri: str) -> None:
         await self.hub.resource_updated(server.naming.uri_out(uri))

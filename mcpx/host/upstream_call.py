@@ -27,6 +27,7 @@ from ..protocol.errors import InternalError, UpstreamUnavailable
 from ..protocol.ids import opaque_id
 from ..protocol.jsonrpc import Id
 from ..protocol.revisions import Era
+from ..questions import elicitation
 from ..tasks.engine import Run, TaskEngine, current_run, now_ms
 from ..tasks.plain_calls import CallInfo, LiveCall, OperatorCancelled, PlainCalls
 from ..upstream import carry_on
@@ -108,6 +109,8 @@ def build(
             if not raw_state:
                 verified = request_state.unwrap(key, state, bound, now)
                 state, round_ = verified.state, verified.number
+                if "inputResponses" in up:
+                    up["inputResponses"] = request_state.fill_defaults(up["inputResponses"], verified.defaults)
             if state is not None:
                 up["requestState"] = state
     elif mrtr:
@@ -474,7 +477,13 @@ class UpstreamCalls:
 
     def _signed(self, res: dict[str, Any], bound: str, round_: int) -> str:
         return request_state.wrap(
-            self.state_key, res.get("requestState"), bound, round_ + 1, now_ms(), nonce=opaque_id(12)
+            self.state_key,
+            res.get("requestState"),
+            bound,
+            round_ + 1,
+            now_ms(),
+            nonce=opaque_id(12),
+            defaults=_round_defaults(res.get("inputRequests")),
         )
 
     def unwrap_round(
@@ -486,6 +495,8 @@ class UpstreamCalls:
             self.state_key, params["requestState"], self._bound(ctx, params, route), now_ms()
         )
         out = {k: v for k, v in params.items() if k != "requestState"}
+        if "inputResponses" in out:
+            out["inputResponses"] = request_state.fill_defaults(out["inputResponses"], verified.defaults)
         if verified.state is not None:
             out["requestState"] = verified.state
         return out, verified
@@ -521,6 +532,24 @@ class UpstreamCalls:
             await ctx.notify(msg)
 
         return relay
+
+
+def _round_defaults(requests: object) -> dict[str, dict[str, Any]]:
+    """The schema defaults of an MRTR round's form questions, by input key (SEP-1034)."""
+    out: dict[str, dict[str, Any]] = {}
+    for key, request in requests.items() if isinstance(requests, dict) else ():
+        if not isinstance(request, dict) or request.get("method") != "elicitation/create":
+            continue
+        params = request.get("params")
+        if not isinstance(params, dict) or params.get("mode") == "url":
+            continue
+        try:
+            defaults = elicitation.with_defaults(elicitation.parse_form(params.get("requestedSchema")))
+        except elicitation.FormError:
+            continue
+        if defaults:
+            out[str(key)] = defaults
+    return out
 
 
 def _refused(text: str, ctx: RequestContext) -> dict[str, Any]:

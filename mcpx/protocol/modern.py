@@ -8,6 +8,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from . import param_headers
 from .errors import HeaderMismatch, InvalidParams, UnsupportedProtocolVersion
 from .revisions import META_CAPS, META_SERVER_INFO, META_VERSION, MODERN_VERSIONS, SUPPORTED_VERSIONS
 
@@ -177,20 +178,22 @@ def _same_value(header: str, value: object) -> bool:
 
 def check_param_headers(input_schema: object, arguments: object, headers: Mapping[str, str]) -> None:
     """`Mcp-Param-{Name}` headers for a tool's `x-mcp-header` properties must mirror the arguments
-    (streamable-http.mdx:520-560): present when the value is, and equal after decoding."""
-    props = input_schema.get("properties") if isinstance(input_schema, dict) else None
-    if not isinstance(props, dict):
+    (streamable-http.mdx:520-560): present when the value is, and equal after decoding. The
+    annotations are read as mcpx reads an upstream's (param_headers.py: nested properties too); a
+    tool whose annotations are invalid has none to check (a host must not call it: SEP-2243)."""
+    try:
+        params = param_headers.header_params(input_schema)
+    except param_headers.InvalidAnnotation:
         return
-    args = arguments if isinstance(arguments, dict) else {}
-    for prop, spec in props.items():
-        name = spec.get("x-mcp-header") if isinstance(spec, dict) else None
-        if not isinstance(name, str) or not name:
-            continue
-        value = args.get(prop)
-        raw = headers.get(f"mcp-param-{name.lower()}")
+    for p in params:
+        value: Any = arguments
+        for key in p.path:
+            value = value.get(key) if isinstance(value, Mapping) else None
         if value is None:
             continue  # no value: the client omits the header and nothing is expected
+        raw = headers.get(f"mcp-param-{p.name.lower()}")
+        prop = ".".join(p.path)
         if raw is None:
-            raise HeaderMismatch(f"Header mismatch: Mcp-Param-{name} header is required for argument {prop!r}")
+            raise HeaderMismatch(f"Header mismatch: Mcp-Param-{p.name} header is required for argument {prop!r}")
         if not _same_value(decode_header_value(raw), value):
-            raise HeaderMismatch(f"Header mismatch: Mcp-Param-{name} header does not match argument {prop!r}")
+            raise HeaderMismatch(f"Header mismatch: Mcp-Param-{p.name} header does not match argument {prop!r}")

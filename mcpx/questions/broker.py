@@ -33,7 +33,7 @@ from ..protocol.errors import InternalError, LimitReached, McpError, MethodNotFo
 from ..protocol.ids import opaque_id
 from ..records.question import CAPABILITY_FOR, Action, Question
 from ..store import Store, StoreError
-from . import routing
+from . import elicitation, routing
 from .answers import operator_answer
 
 log = logging.getLogger("mcpx.broker")
@@ -439,7 +439,11 @@ class Broker:
     ) -> bool:
         """Close `q` as answered. The first answer recorded wins, across daemons too: False, and `q`
         left as it was, when it was closed first (by another daemon: `waiting`, if given, then takes
-        the row's answer). NotRecorded, and `q` still open, when the store did not write it."""
+        the row's answer). NotRecorded, and `q` still open, when the store did not write it.
+        A form's accepted answer is recorded (and goes upstream) with the defaults of the fields it
+        leaves out (SEP-1034), whoever gave it."""
+        if answer is not None and q.kind == "elicitation":
+            answer = elicitation.fill_defaults(q.params.get("requestedSchema"), answer)
         data: dict[str, Any] = {
             "by": by,
             "action": action or (answer or {}).get("action") or ("error" if error else "accept"),

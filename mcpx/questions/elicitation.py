@@ -16,6 +16,8 @@ and multi-select (``type: array``, ``items.enum`` or ``items.anyOf``). Where the
   labels; URI: a scheme, ``:``, no whitespace; date/date-time: RFC 3339 (offset required).
 - Content may not carry unknown fields, ``null`` values or a multi-select option twice; ``None``
   content is an empty answer (``ElicitResult.content`` is optional); a whole-content error is keyed "".
+- ``fill_defaults``: an accepted answer that leaves a field out gets the field's default before it
+  goes upstream (SEP-1034), whoever answered (a host, an operator).
 - ``coerce`` only reports strings that cannot become the field's JSON type; booleans: true/false,
   yes/no, y/n, on/off, 1/0; choices: an option's value, else title, else a unique case-insensitive
   match (anything else stays a string for ``validate`` to reject); multi-select: ``a,b`` or a JSON array.
@@ -354,3 +356,21 @@ def with_defaults(form: Form) -> dict[str, Any]:
     """The defaults the schema declares (JSON-shaped: a multi-select default is a list)."""
     defaults = {f.name: f.default for f in form.fields if f.default is not None}
     return {name: list(d) if isinstance(d, tuple) else d for name, d in defaults.items()}
+
+
+def fill_defaults(requested_schema: object, answer: Mapping[str, Any]) -> dict[str, Any]:
+    """An ElicitResult as it goes upstream (SEP-1034): an ``accept`` whose content leaves out a field
+    the schema gives a default gets that default. Anything else, and a schema that is not a form,
+    is returned as it came."""
+    out = dict(answer)
+    if out.get("action") != "accept" or not (out.get("content") is None or isinstance(out.get("content"), dict)):
+        return out
+    try:
+        defaults = with_defaults(parse_form(requested_schema))
+    except FormError:
+        return out
+    content = out.get("content") or {}
+    missing = {name: value for name, value in defaults.items() if name not in content}
+    if missing:
+        out["content"] = {**content, **missing}
+    return out

@@ -40,6 +40,7 @@ def approval_gate(gate: str) -> str:
     return f"waiting for an operator: approval gate `{gate}`"
 
 
-def unattributable(calls: int, hosts: Sequence[str]) -> str:
+def unattributable(calls: int, hosts: Sequence[str], transport: str = "stdio") -> str:
     named = f" (hosts {', '.join(hosts)})" if hosts else ""
-    return f"waiting for an operator: {calls} calls were in flight on this stdio server{named}"
+    where = "this stdio server" if transport == "stdio" else "this server (it asked on its GET stream)"
+    return f"waiting for an operator: {calls} calls were in flight on {where}{named}"

@@ -16,7 +16,7 @@ from anyio.abc import TaskGroup, TaskStatus
 
 from ..config.model import Config, ServerConfig
 from ..events.keep import Keep, start_kept
-from ..protocol import jsonrpc
+from ..protocol import jsonrpc, param_headers
 from ..protocol.errors import InvalidParams, LimitReached, McpError, UpstreamError, UpstreamUnavailable
 from .auth.upstream_auth import UpstreamAuth
 from .catalogue import CHANGED, KINDS, Naming, template_matches, valid_items
@@ -146,6 +146,10 @@ class UpstreamServer:
         self.restarts = 0
         self.exit_code: int | None = None  # how its last stdio process ended
         self.lists: dict[str, list[dict[str, Any]]] = {kind: [] for kind in KINDS}
+        self._stale: set[str] = set()  # lists a list_changed said changed, not fetched since
+        # Tools it lists that mcpx leaves out, and why (an invalid `x-mcp-header`, SEP-2243).
+        self.left_out: dict[str, str] = {}
+        self._refreshing: set[str] = set()  # lists being fetched after a list_changed
         self.naming = Naming(namespace)
         self.on_change = on_change  # its lists changed: hosts are told
         self._ready = anyio.Event()
@@ -371,13 +375,16 @@ class UpstreamServer:
                     await self._open_http(transport, session, self.sessions_folder)
                 else:
                     await session.start()
+                if session.era == "legacy":
+                    # What a 2025-11-25 server sends outside any request (list changes, updates, the
+                    # requests a TypeScript server makes with no related call) comes on its GET
+                    # stream, opened once initialized (a 405: it offers none).
+                    await transport.open_listen_stream()
                 for kind in KINDS:
                     self.lists[kind] = await self._fetch(session, kind)
             except BaseException:
                 await transport.close()
                 raise
-            if session.era == "legacy" and (session.capabilities.get("tools") or {}).get("listChanged"):
-                await transport.open_listen_stream()
             self.session = session
             self._last_capabilities = session.capabilities
             if session.era == "modern":
@@ -591,13 +598,23 @@ class UpstreamServer:
         kinds = CHANGED.get(method)
         session = self.session
         if kinds and session is not None:
-            for kind in kinds:
-                try:
-                    self.lists[kind] = await self._fetch(session, kind)
-                except Exception as exc:  # noqa: BLE001 - keep the old list; the next change retries
-                    log.warning("upstream %s: %s after list_changed failed: %s", self.key, KINDS[kind][0], exc)
-            if self.on_change is not None:
-                await self.on_change(self, kinds)
+            # One refresh per list at a time: a change that comes while one runs makes it run once
+            # more, so a server that floods list_changed gets at most two list requests in flight.
+            self._stale.update(kinds)
+            mine = [kind for kind in kinds if kind not in self._refreshing]
+            self._refreshing.update(mine)
+            try:
+                while refresh := [kind for kind in mine if kind in self._stale]:
+                    self._stale.difference_update(refresh)
+                    for kind in refresh:
+                        try:
+                            self.lists[kind] = await self._fetch(session, kind)
+                        except Exception as exc:  # noqa: BLE001 - keep the old list; the next change retries
+                            log.warning("upstream %s: %s after list_changed failed: %s", self.key, KINDS[kind][0], exc)
+                    if self.on_change is not None:
+                        await self.on_change(self, tuple(refresh))
+            finally:
+                self._refreshing.difference_update(mine)
         elif method == "notifications/resources/updated" and self.on_resource_updated is not None:
             uri = params.get("uri")
             if isinstance(uri, str):
@@ -624,7 +641,34 @@ class UpstreamServer:
             cursor = res.get("nextCursor")
             if not cursor:
                 break
+        if kind == "tools" and session.era == "modern" and isinstance(session.transport, HttpTransport):
+            items = self._header_checked(items, session.transport)
+        elif kind == "tools":
+            self.left_out = {}  # (an upstream that came back in the 2025 era: annotations mean nothing)
         return items
+
+    def _header_checked(self, tools: list[dict[str, Any]], transport: HttpTransport) -> list[dict[str, Any]]:
+        """A 2026 HTTP server's tools less those whose `x-mcp-header` annotations are invalid
+        (SEP-2243: a client MUST leave them out), each logged once with why; the transport learns
+        which arguments the others' calls mirror as Mcp-Param-* headers."""
+        kept: list[dict[str, Any]] = []
+        left_out: dict[str, str] = {}
+        headers: dict[str, tuple[param_headers.HeaderParam, ...]] = {}
+        for tool in tools:
+            name = str(tool["name"])
+            try:
+                params = param_headers.header_params(tool.get("inputSchema"))
+            except param_headers.InvalidAnnotation as exc:
+                left_out[name] = str(exc)
+                if self.left_out.get(name) != str(exc):
+                    log.warning("upstream %s: tool %r left out: %s", self.key, name, exc)
+                continue
+            if params:
+                headers[name] = params
+            kept.append(tool)
+        self.left_out = left_out
+        transport.tool_headers = headers
+        return kept
 
     async def ready_session(self) -> UpstreamSession:
         # A first start may take a while (npx, a cold interpreter); a restart gets a short grace.

@@ -70,3 +70,29 @@ def test_an_approval_gets_allow_and_deny_buttons_not_its_decision_field() -> Non
     assert 'name="decision" value="allow"' in html and 'name="decision" value="deny"' in html
     assert 'id="f-reason"' in html and 'id="f-decision"' not in html
     assert "<h1>mcpx asks: may claude in ~/src run fx__deploy?</h1>" in html  # mcpx's gate, not fx asking
+
+
+def test_a_fresh_page_shows_the_forms_defaults_and_a_page_sent_back_what_was_typed() -> None:
+    """SEP-1034: a fresh form is filled in with the schema's defaults (server-everything's
+    "String with default" was empty); a form sent back with errors keeps what the person typed."""
+    schema = {
+        "type": "object",
+        "properties": {
+            "name": {"type": "string", "title": "String with default", "default": "John Doe"},
+            "age": {"type": "integer", "default": 30},
+            "score": {"type": "number", "default": 95.5},
+            "status": {"type": "string", "enum": ["active", "inactive"], "default": "inactive"},
+            "verified": {"type": "boolean", "default": True},
+            "tags": {"type": "array", "items": {"enum": ["a", "b"]}, "default": ["b"]},
+            "note": {"type": "string"},
+        },
+    }
+    question = {"id": "q1", "upstream": "up", "params": {"message": "m", "requestedSchema": schema}}
+    fresh = question_page(question, parse_form(schema), action_url="/a", csrf="c")
+    assert 'id="f-name" name="name" value="John Doe"' in fresh
+    assert 'name="age" value="30"' in fresh and 'name="score" value="95.5"' in fresh
+    assert '<option value="inactive" selected>' in fresh and '<option value="true" selected>' in fresh
+    assert 'value="b" checked' in fresh and 'value="a" checked' not in fresh
+    assert 'name="note" value=""' in fresh
+    typed = question_page(question, parse_form(schema), action_url="/a", csrf="c", values={"name": "Ada"})
+    assert 'name="name" value="Ada"' in typed and 'name="age" value=""' in typed

@@ -54,3 +54,27 @@ def test_an_events_host_is_named_as_the_hosts_pane_names_it_and_still_found_by_i
     log.add([_ev(1, connectionId="c-ide-123456"), _ev(2, connectionId="c-other-999")])
     assert [r.seq for r in log.shown("research-agent", host_name=names.get)] == [1]
     assert [r.seq for r in log.shown("c-ide-1234", host_name=names.get)] == [1]  # the id behind the name
+
+
+def test_an_upstreams_left_out_tools_show_with_why_in_its_row_and_in_mcpx_status() -> None:
+    from console.views.upstreams import upstream_row
+    from mcpx.cli.text_format import upstream_lines
+
+    u = {
+        "name": "remote",
+        "transport": "http",
+        "state": "ready",
+        "era": "modern",
+        "revision": "2026-07-28",
+        "tools": 3,
+        "restarts": 0,
+        "lastError": None,
+        "leftOutTools": [{"name": "bad", "reason": "x-mcp-header 'A' on a: only a string, integer or boolean ..."}],
+    }
+    key, cells = upstream_row(u)
+    assert (
+        key == "remote"
+        and str(cells[-1]) == "left out bad: x-mcp-header 'A' on a: only a string, integer or boolean ..."
+    )
+    assert str(upstream_row({**u, "lastError": "boom"})[1][-1]) == "boom"  # an error comes first
+    assert "      left out bad: x-mcp-header 'A' on a: only a string, integer or boolean ..." in upstream_lines(u)

@@ -17,7 +17,17 @@ from typing import Any
 import pytest
 from shared_folder import SPEC
 
-from mcpx.questions.elicitation import Field, Form, FormError, Option, coerce, parse_form, validate, with_defaults
+from mcpx.questions.elicitation import (
+    Field,
+    Form,
+    FormError,
+    Option,
+    coerce,
+    fill_defaults,
+    parse_form,
+    validate,
+    with_defaults,
+)
 
 REVISIONS = ("2025-11-25", "2026-07-28")
 
@@ -665,3 +675,52 @@ def test_with_defaults_gives_only_the_declared_defaults_as_json_values() -> None
 
 def test_with_defaults_of_the_contact_form_prefills_only_subscribe() -> None:
     assert with_defaults(parse_form(CONTACT)) == {"subscribe": False}
+
+
+# ---- fill_defaults (SEP-1034) ---------------------------------------------------------------------
+SEP1034 = {
+    "type": "object",
+    "properties": {
+        "name": {"type": "string", "default": "John Doe"},
+        "age": {"type": "integer", "default": 30},
+        "score": {"type": "number", "default": 95.5},
+        "status": {"type": "string", "enum": ["active", "inactive"], "default": "active"},
+        "verified": {"type": "boolean", "default": True},
+        "tags": {"type": "array", "items": {"enum": ["a", "b"]}, "default": ["a"]},
+        "note": {"type": "string"},
+    },
+}
+
+
+def test_fill_defaults_gives_an_accept_the_defaults_of_the_fields_it_leaves_out() -> None:
+    answer = {"action": "accept", "content": {"name": "Ada", "verified": False}}
+    assert fill_defaults(SEP1034, answer) == {
+        "action": "accept",
+        "content": {"name": "Ada", "verified": False, "age": 30, "score": 95.5, "status": "active", "tags": ["a"]},
+    }
+    assert answer == {"action": "accept", "content": {"name": "Ada", "verified": False}}  # not changed in place
+
+
+def test_fill_defaults_of_an_accept_without_content_is_every_default() -> None:
+    out = fill_defaults(SEP1034, {"action": "accept"})
+    assert out["content"] == {
+        "name": "John Doe",
+        "age": 30,
+        "score": 95.5,
+        "status": "active",
+        "verified": True,
+        "tags": ["a"],
+    }
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [{"action": "decline"}, {"action": "cancel"}, {"action": "accept", "content": "not an object"}],
+)
+def test_fill_defaults_leaves_anything_but_an_accepted_form_as_it_came(answer: dict[str, Any]) -> None:
+    assert fill_defaults(SEP1034, answer) == answer
+
+
+def test_fill_defaults_of_a_schema_that_is_no_form_adds_nothing() -> None:
+    nested = {"type": "object", "properties": {"o": {"type": "object", "default": {}}}}
+    assert fill_defaults(nested, {"action": "accept", "content": {}}) == {"action": "accept", "content": {}}

@@ -310,3 +310,34 @@ async def test_a_body_the_server_never_reads_fails_after_the_write_timeout_not_t
             async with client.stream("POST", {"Content-Type": "application/json"}, body):
                 pass
         await client.aclose()
+
+
+class _Chunks:
+    """What `aiter_lines` reads: a body in the pieces a server's writes arrived in."""
+
+    def __init__(self, *chunks: bytes) -> None:
+        self.chunks = chunks
+
+    async def aiter_bytes(self) -> AsyncIterator[bytes]:
+        for chunk in self.chunks:
+            yield chunk
+
+
+async def _lines(*chunks: bytes, max_line: int = h1.MAX_LINE_BYTES) -> list[str]:
+    return [line async for line in h1.Response.aiter_lines(_Chunks(*chunks), max_line)]  # type: ignore[arg-type]  # only its aiter_bytes is read
+
+
+async def test_lines_end_at_crlf_lf_or_cr_wherever_the_chunks_are_cut() -> None:
+    body = b"data: a\r\ndata: b\ndata: c\r\rid: 7\r\n\r\n"
+    expected = ["data: a", "data: b", "data: c", "", "id: 7", ""]
+    assert await _lines(body) == expected
+    for cut in range(1, len(body)):  # a CR at a chunk's end may be the first half of a CRLF
+        assert await _lines(body[:cut], body[cut:]) == expected, cut
+    assert await _lines(*(bytes([b]) for b in body)) == expected
+    assert await _lines(b"no end", b" here") == ["no end here"]
+
+
+async def test_a_line_longer_than_the_limit_fails_the_stream_instead_of_growing_forever() -> None:
+    assert await _lines(b"x" * 40, b"x" * 20 + b"\n", max_line=64) == ["x" * 60]
+    with pytest.raises(h1.ConnectionFailed, match="longer than 64 bytes"):
+        await _lines(b"ok\n", *(b"x" * 30 for _ in range(3)), max_line=64)

@@ -18,7 +18,7 @@ from scripted_http import SSE_HEAD, LegacyMcp, Request, event, reply, result, se
 
 from mcpx.config.model import ServerConfig
 from mcpx.protocol.jsonrpc import Id
-from mcpx.upstream.http import sse, streamable
+from mcpx.upstream.http import h1, sse, streamable
 from mcpx.upstream.http.streamable import HttpTransport
 
 pytestmark = pytest.mark.anyio
@@ -270,3 +270,12 @@ async def test_cursor_follows_ids_and_retry_and_priming_events_yield_nothing() -
     assert got == [{"x": 1}, {"x": 2}]
     # `id` with no value clears the last id; one with a NUL in it is ignored; `retry: soon` too.
     assert cursor.last_id is None and cursor.retry_ms == 250 and cursor.events == 4
+
+
+async def test_an_event_whose_data_keeps_growing_ends_the_stream() -> None:
+    text = 'data: {"x": 1}\n\n' + "data: aaaaaaaaaa\n" * 10
+    got: list[Any] = []
+    with pytest.raises(h1.ConnectionFailed, match="longer than 64 characters"):
+        async for item in sse.iter_sse(Lines(text), max_event=64):
+            got.append(item)
+    assert got == [{"x": 1}]  # what came before it was delivered

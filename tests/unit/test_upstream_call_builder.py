@@ -124,3 +124,18 @@ def test_a_retry_repeats_the_params_with_the_answers_and_the_upstreams_state() -
     retry = retry_params(first, {"resultType": "input_required", "requestState": "s2"}, {"q": {"action": "accept"}})
     assert retry == {**CALL, "inputResponses": {"q": {"action": "accept"}}, "requestState": "s2"}
     assert "requestState" not in retry_params(CALL, {"resultType": "input_required"}, {})
+
+
+def test_a_2026_retry_gets_the_defaults_the_signed_round_carries_for_its_form_questions() -> None:
+    host = ctx("modern")
+    bound = request_state.binding("tools/call", CALL, host.conn.record_id)
+    defaults = {"q": {"name": "John Doe", "age": 30}, "other": {"x": 1}}
+    signed = request_state.wrap(KEY, None, bound, 0, NOW, nonce="n", defaults=defaults)
+    responses = {"q": {"action": "accept", "content": {"age": 41}}, "other": {"action": "decline"}}
+    params = {**CALL, "inputResponses": responses, "requestState": signed}
+    req = build(host, "modern", "tools/call", params, key=KEY, raw_state=False, now=NOW)
+    assert req.params["inputResponses"] == {
+        "q": {"action": "accept", "content": {"name": "John Doe", "age": 41}},
+        "other": {"action": "decline"},
+    }
+    assert params["inputResponses"] == responses  # the host's own params are not changed in place

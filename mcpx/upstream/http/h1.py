@@ -63,6 +63,8 @@ READ_SIZE = 65536
 USER_AGENT = f"mcpx/{__version__}"
 
 _HEAD_END = re.compile(rb"\r?\n\r?\n")
+# The longest line of a streamed body (an SSE line) mcpx holds: far above any real MCP message.
+MAX_LINE_BYTES = 64 * 1024 * 1024
 _BAD_HEADER = re.compile(r"[\r\n\0]")
 _SAFE_PATH = "/%:@!$&'()*+,;=-._~"  # RFC 3986 pchar and "/", existing escapes kept
 _SAFE_QUERY = _SAFE_PATH + "?"
@@ -252,19 +254,32 @@ class Response:
             return body
         return b"".join([piece async for piece in self.aiter_bytes()])
 
-    async def aiter_lines(self) -> AsyncIterator[str]:
-        """Lines split at CRLF, LF or CR (as SSE wants), without their ends, decoded as UTF-8."""
-        pending = b""
+    async def aiter_lines(self, max_line: int = MAX_LINE_BYTES) -> AsyncIterator[str]:
+        """Lines split at CRLF, LF or CR (as SSE wants), without their ends, decoded as UTF-8. A
+        line longer than `max_line` bytes is ConnectionFailed: a server cannot make mcpx hold an
+        endless line. The pieces of an unfinished line are kept apart and joined once its end
+        comes (adding each to the line so far would copy it over and over)."""
+        parts: list[bytes] = []  # an unfinished line, in pieces
+        size = 0
         async for chunk in self.aiter_bytes():
-            pending += chunk
-            lines = pending.splitlines(keepends=True)
-            pending = b""
-            if lines and (not lines[-1].endswith((b"\n", b"\r")) or lines[-1].endswith(b"\r")):
-                pending = lines.pop()  # unfinished, or a CR whose LF may be in the next chunk
+            if b"\n" not in chunk and b"\r" not in chunk:
+                parts.append(chunk)
+                size += len(chunk)
+                if size > max_line:
+                    raise ConnectionFailed(f"the server sent a line longer than {max_line} bytes")
+                continue
+            if parts:
+                chunk, parts, size = b"".join((*parts, chunk)), [], 0
+            lines = chunk.splitlines(keepends=True)
+            if not lines[-1].endswith((b"\n", b"\r")) or lines[-1].endswith(b"\r"):
+                parts = [lines.pop()]  # unfinished, or a CR whose LF may be in the next chunk
+                size = len(parts[0])
+                if size > max_line:
+                    raise ConnectionFailed(f"the server sent a line longer than {max_line} bytes")
             for line in lines:
                 yield line.rstrip(b"\r\n").decode("utf-8", "replace")
-        if pending:
-            for line in pending.splitlines():
+        if parts:
+            for line in b"".join(parts).splitlines():
                 yield line.decode("utf-8", "replace")
 
 

@@ -14,8 +14,10 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from ...protocol import fastjson
+from .h1 import MAX_LINE_BYTES, ConnectionFailed
 
 log = logging.getLogger("mcpx.upstream")
+MAX_EVENT_BYTES = MAX_LINE_BYTES  # one event's data lines together: a server cannot grow one forever
 
 
 class Lines(Protocol):
@@ -32,9 +34,13 @@ class Cursor:
     events: int = 0  # events dispatched, payload or not: a resumed stream that gave nothing is told apart
 
 
-async def iter_sse(resp: Lines, cursor: Cursor | None = None) -> AsyncGenerator[Any, None]:
-    """Yield the JSON payload of every event with data; `cursor` (if given) follows ids and retry."""
+async def iter_sse(
+    resp: Lines, cursor: Cursor | None = None, max_event: int = MAX_EVENT_BYTES
+) -> AsyncGenerator[Any, None]:
+    """Yield the JSON payload of every event with data; `cursor` (if given) follows ids and retry.
+    An event whose data grows past `max_event` characters ends the stream (ConnectionFailed)."""
     data: list[str] = []
+    size = 0  # characters of `data`
     event_id: str | None = cursor.last_id if cursor is not None else None
     fields = False  # a blank line with no field before it dispatches nothing
     async for line in resp.aiter_lines():
@@ -45,7 +51,7 @@ async def iter_sse(resp: Lines, cursor: Cursor | None = None) -> AsyncGenerator[
             fields = False
             if data:
                 payload = "\n".join(data)
-                data = []
+                data, size = [], 0
                 if payload.strip():  # an empty `data:` primes the stream: nothing to deliver
                     try:
                         yield fastjson.loads(payload)
@@ -59,6 +65,9 @@ async def iter_sse(resp: Lines, cursor: Cursor | None = None) -> AsyncGenerator[
         value = value[1:] if value.startswith(" ") else value
         if field == "data":
             data.append(value)
+            size += len(value) + 1
+            if size > max_event:
+                raise ConnectionFailed(f"the server sent an SSE event longer than {max_event} characters")
         elif field == "id" and "\0" not in value:
             event_id = value or None
         elif field == "retry" and value.isascii() and value.isdigit() and cursor is not None:

@@ -6,23 +6,25 @@ a busy machine (see h1.py).
 
 A reply stream that ends before the response never leaves its call waiting: a 2025-11-25 server
 that gave an event id is asked to resume it (GET with Last-Event-ID, after its `retry` hint); any
-other end fails the call at once, naming the upstream. The 2025-11-25 GET stream (list_changed) is
-reopened whenever it ends, with backoff and Last-Event-ID.
+other end fails the call at once, naming the upstream. The 2025-11-25 GET stream (what the server
+says outside any request: list changes, updates, its requests with no related call) is opened after
+initialize, unless answered 405, and reopened whenever it ends, with backoff and Last-Event-ID.
+
+A 2026-07-28 tools/call mirrors the tool's `x-mcp-header` arguments as `Mcp-Param-*` headers
+(SEP-2243, protocol/param_headers.py); the pool tells the transport which, each time it lists tools.
 """
 
 from __future__ import annotations
 
-import base64
 import contextlib
 import logging
-import re
 from collections.abc import Callable
 from typing import Any, Literal
 
 import anyio
 
 from ...config.model import ServerConfig
-from ...protocol import fastjson
+from ...protocol import fastjson, param_headers
 from ...protocol.errors import UPSTREAM_UNAVAILABLE
 from ...protocol.jsonrpc import Id
 from ...protocol.revisions import Era
@@ -36,7 +38,6 @@ __all__ = ["HttpTransport", "header_value", "iter_sse"]
 
 log = logging.getLogger("mcpx.upstream")
 
-_SAFE = re.compile(r"[\x20-\x7e]*")
 CONNECT_TIMEOUT_S = 30.0
 LISTEN_CONNECT_TIMEOUT_S = 10.0
 SSE_LINGER_S = 0.05  # how long an answered SSE reply may stay open before mcpx leaves it
@@ -59,9 +60,7 @@ _FAILED = (h1.HttpError, OSError)  # OSError includes TimeoutError (connecting t
 
 def header_value(value: str) -> str:
     """Mcp-Name values that are not plain ASCII travel base64-sentinel encoded (SEP-2243)."""
-    if _SAFE.fullmatch(value) and value == value.strip():
-        return value
-    return "=?base64?" + base64.b64encode(value.encode()).decode() + "?="
+    return param_headers.encode(value)
 
 
 class HttpTransport:
@@ -82,6 +81,9 @@ class HttpTransport:
         self._tg: anyio.abc.TaskGroup | None = None
         self._feed: Feed | None = None
         self._streams: dict[Id, anyio.CancelScope] = {}
+        # Each listed tool's `x-mcp-header` arguments (SEP-2243), mirrored on its 2026 calls; set
+        # by the pool each time it lists the server's tools.
+        self.tool_headers: dict[str, tuple[param_headers.HeaderParam, ...]] = {}
 
     async def run(self, feed: Feed, started: Callable[[], None]) -> None:
         self._feed = feed
@@ -116,6 +118,8 @@ class HttpTransport:
             )
             if isinstance(name, str):
                 h["Mcp-Name"] = header_value(name)
+            if method == "tools/call" and isinstance(name, str) and name in self.tool_headers:
+                h.update(param_headers.headers_for(self.tool_headers[name], params.get("arguments")))
         elif self.era == "legacy":
             if self.revision:
                 h["MCP-Protocol-Version"] = self.revision
@@ -341,7 +345,7 @@ class HttpTransport:
         return headers
 
     async def open_listen_stream(self) -> None:
-        """Legacy servers push list_changed on a GET stream; a 405 means they offer none."""
+        """A 2025-11-25 server says what belongs to no request on its GET stream; a 405: it has none."""
         if self._tg is None:
             return
         self._tg.start_soon(self._get_stream)
