@@ -37,9 +37,11 @@ SUITE_STORES = os.environ.get("MCPX_TEST_STORES", "sqlite,postgres").split(",")
 # with our own fixture upstreams. `pytest --tier slow` runs the rest, which .ci/run runs as a further
 # step: the PostgreSQL half of the live suite, and every test marked with one of SLOW_MARKERS (the
 # official SDKs and FastMCP as peers, the conformance suite, the stress tests, the browser tests).
-# `--tier all` is both.
+# `--tier all` is both. A test marked `sqlite_only` (its subject is not the store: wire formats,
+# peers, fuzzers, the CLI's words) has no PostgreSQL half: CI's 15 minutes go to the tests whose
+# subject is durable state, which run on both.
 TIERS = ("default", "slow", "all")
-SLOW_MARKERS = ("peers", "conformance", "stress", "browser")
+SLOW_MARKERS = ("peers", "conformance", "stress", "browser", "heavy")
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -56,18 +58,20 @@ def tier_of(item: pytest.Item) -> str:
     """`slow` for a test that runs on PostgreSQL or carries a slow marker; else `default`."""
     if any(item.get_closest_marker(name) for name in SLOW_MARKERS):
         return "slow"
+    return "slow" if _on_postgres(item) else "default"
+
+
+def _on_postgres(item: pytest.Item) -> bool:
     callspec = getattr(item, "callspec", None)
-    if callspec is not None and callspec.params.get("suite_store") == "postgres":
-        return "slow"
-    return "default"
+    return callspec is not None and callspec.params.get("suite_store") == "postgres"
 
 
 def _select_tier(config: pytest.Config, items: list[pytest.Item]) -> None:
     tier = config.getoption("tier")
-    if tier == "all":
-        return
-    kept = [item for item in items if tier_of(item) == tier]
-    dropped = [item for item in items if tier_of(item) != tier]
+    wanted = [item for item in items if not (item.get_closest_marker("sqlite_only") and _on_postgres(item))]
+    kept = [item for item in wanted if tier in ("all", tier_of(item))]
+    keep = set(map(id, kept))
+    dropped = [item for item in items if id(item) not in keep]
     if dropped:
         config.hook.pytest_deselected(items=dropped)
         items[:] = kept

@@ -23,6 +23,8 @@ from harness import ROOT, Api, RawHost, operator_attached, stdio_server, wait_un
 
 from mcpx.connections import naming
 
+pytestmark = [pytest.mark.sqlite_only("the answer page in a browser")]
+
 SERVER = ROOT / "tests" / "conformance" / "server.py"
 CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
 # MCPX_SCREENSHOTS=1 writes the page's pictures into screenshots/ (else the test's folder).

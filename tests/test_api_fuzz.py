@@ -12,6 +12,11 @@ import schemathesis
 from harness import Api, Daemon, RawHost, SuiteStore, stdio_server
 from hypothesis import HealthCheck, settings
 
+pytestmark = [
+    pytest.mark.sqlite_only("a fuzz of /v1's HTTP surface (the stores' queries have their own tests)"),
+    pytest.mark.heavy,
+]
+
 api_schema = schemathesis.pytest.from_fixture("openapi")
 
 

@@ -20,6 +20,8 @@ from typing import Any
 import pytest
 from harness import ROOT, Api, ShimHost, read_jsonl, stdio_server, wait_until
 
+pytestmark = [pytest.mark.sqlite_only("what skips a gate: requestState, never storage")]
+
 TIMEOUT_MS = 250  # how long an unanswered approval waits here
 NOBODY = "nobody approved it within"
 STATES: list[Any] = ["x", 0, 1.5, True, {}, [], None, {"mcpxPark": "p"}]

@@ -24,6 +24,11 @@ from notify_receiver import Receiver
 
 from mcpx.daemon.background import FAULT_ENV
 
+pytestmark = [
+    pytest.mark.heavy,
+    pytest.mark.sqlite_only("the supervisor's rule; a faulted writer restarts through the queue both stores share"),
+]
+
 SECRET = "a-webhook-secret-0123"
 
 

@@ -289,6 +289,7 @@ def test_three_sigkills_during_1000_tasks_on_kept_stdio_upstreams_lose_nothing(s
 
 
 @pytest.mark.long
+@pytest.mark.sqlite_only("the stdio chaos runs on both stores; this one is about what HTTP upstreams resume")
 def test_three_sigkills_during_1000_tasks_on_http_upstreams_resume_task_servers_and_fail_cut_plain_calls(
     start_daemon: Any, tmp_path: Path
 ) -> None:

@@ -13,10 +13,13 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
 from harness import ROOT, UNIT, Api, Daemon, RawHost, conformance_server, operator_attached, stdio_server, wait_until
 
 from mcpx.cli import text_format
 from mcpx.events.bus import EVENT_KINDS
+
+pytestmark = [pytest.mark.sqlite_only("the CLI's words and exit codes over /v1"), pytest.mark.heavy]
 
 ENV = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p))
 TASK_META = {

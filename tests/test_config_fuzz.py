@@ -35,6 +35,8 @@ from mcpx.notify.webhook import Webhook
 from mcpx.upstream.http import h1
 from mcpx.upstream.stdio import keeper_wire
 
+pytestmark = [pytest.mark.heavy]
+
 FUZZ_DIR = Path(tempfile.mkdtemp(prefix="mcpx-config-fuzz-"))
 atexit.register(shutil.rmtree, FUZZ_DIR, True)
 HOSTILE = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -292,7 +294,7 @@ def test_a_fuzzed_config_that_loads_serves(tmp_path: Path) -> None:
 
 @_SLOW
 @settings(
-    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture]
+    max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture]
 )
 @given(_CONFIG)
 def test_fuzzed_configs_on_real_daemons_refuse_or_serve(tmp_path: Path, data: Any) -> None:

@@ -64,7 +64,11 @@ PEERS = Path(__file__).resolve().parent / "peers"
 SDK_UPSTREAM = PEERS / "sdk2_upstream.py"
 
 # The first run builds the SDK 2.3 peer venv (about a minute); each host run has its own timeout.
-pytestmark = [pytest.mark.timeout(600), pytest.mark.peers]  # slow tier (tests/conftest.py)
+pytestmark = [
+    pytest.mark.timeout(600),
+    pytest.mark.peers,
+    pytest.mark.sqlite_only("the SDK hosts' and upstreams' view of both eras: the wire"),
+]  # slow tier (tests/conftest.py)
 
 ERAS = {"legacy": "legacy", "modern": MODERN, "auto": "auto"}  # id -> sdk2_host --mode
 HOST_TRANSPORTS = ["host-http", "host-stdio"]

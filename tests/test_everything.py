@@ -22,7 +22,11 @@ from peers.run_host import HostProcess, run_host
 from peers.venvs import peer_python
 
 # The first run builds the SDK 1.30 venv and installs the npm package (about a minute in all).
-pytestmark = [pytest.mark.timeout(600), pytest.mark.peers]  # slow tier (tests/conftest.py)
+pytestmark = [
+    pytest.mark.timeout(600),
+    pytest.mark.peers,
+    pytest.mark.sqlite_only("a third-party server through mcpx: the wire"),
+]  # slow tier (tests/conftest.py)
 
 ALWAYS = {
     "echo",

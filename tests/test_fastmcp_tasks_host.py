@@ -32,7 +32,11 @@ CAPS = "io.modelcontextprotocol/clientCapabilities"
 
 # The first run builds the fastmcp-tasks peer venv (about 40 s); importing FastMCP takes a few
 # seconds per host run on a busy machine.
-pytestmark = [pytest.mark.timeout(300), pytest.mark.peers]  # slow tier (tests/conftest.py)
+pytestmark = [
+    pytest.mark.timeout(300),
+    pytest.mark.peers,
+    pytest.mark.sqlite_only("FastMCP's tasks client against mcpx: the wire"),
+]  # slow tier (tests/conftest.py)
 
 
 @pytest.fixture(scope="module")

@@ -8,6 +8,8 @@ from typing import Any
 import pytest
 from harness import LEGACY, RawHost, reply_of, sse_frames, stdio_server
 
+pytestmark = [pytest.mark.sqlite_only("naming and listing tools: the wire"), pytest.mark.heavy]
+
 
 @pytest.fixture(params=["stdio", "http"], ids=["upstream-stdio", "upstream-http"])
 def upstream(request: Any, tmp_path: Path, fixture_http: Any) -> dict[str, Any]:

@@ -25,7 +25,11 @@ from peers.npm_peers import everything_command
 from peers.run_host import run_host
 from peers.venvs import peer_python
 
-pytestmark = [pytest.mark.timeout(600), pytest.mark.peers]  # slow tier (tests/conftest.py)
+pytestmark = [
+    pytest.mark.timeout(600),
+    pytest.mark.peers,
+    pytest.mark.sqlite_only("per-host processes and their questions: the pool, not storage"),
+]  # slow tier (tests/conftest.py)
 
 TOKEN = "ana-" + "t" * 28
 AS_ANA = ["--header", f"Authorization: Bearer {TOKEN}"]

@@ -29,6 +29,8 @@ from harness import (
     stdio_server,
 )
 
+pytestmark = [pytest.mark.sqlite_only("HTTP statuses and JSON-RPC errors: the front")]
+
 ORIGIN_OK = "https://app.example"
 MAX_BODY = 2048
 TOKEN = "x" * 24

@@ -20,7 +20,11 @@ from typing import Any
 import pytest
 from harness import LEGACY, ROOT, UNIT, Daemon, RawHost, reply_of, stdio_server, wait_until
 
-pytestmark = pytest.mark.long  # a daemon per test, most started by the `mcpx serve` a host spawned
+pytestmark = [
+    pytest.mark.long,
+    pytest.mark.sqlite_only("host config files and the command they spawn"),
+    pytest.mark.heavy,
+]  # a daemon per test, most started by the `mcpx serve` a host spawned
 
 
 @pytest.fixture(scope="module")

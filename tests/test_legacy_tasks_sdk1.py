@@ -52,7 +52,11 @@ from peers.venvs import peer_python
 RELATED = "io.modelcontextprotocol/related-task"
 
 # The first run builds the SDK 1.30 peer venv (about 40 s); each host run has its own timeout.
-pytestmark = [pytest.mark.timeout(600), pytest.mark.peers]  # slow tier (tests/conftest.py)
+pytestmark = [
+    pytest.mark.timeout(600),
+    pytest.mark.peers,
+    pytest.mark.sqlite_only("the SDK 1.30 host's view of 2025-11-25 tasks: the wire"),
+]  # slow tier (tests/conftest.py)
 
 # Short polls keep the SDK's poll_task (it sleeps pollInterval between polls) quick; the TTL cap
 # is what test_requested_ttl_is_capped_at_max_ttl checks, scaled so slow machines keep their tasks.

@@ -9,7 +9,10 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
 from harness import ROOT, Api, RawHost, operator_attached, read_jsonl, reply_of, stdio_server, wait_until
+
+pytestmark = [pytest.mark.sqlite_only("limits on in-flight work: the router and the pool"), pytest.mark.heavy]
 
 EXT = {"io.modelcontextprotocol/clientCapabilities": {"extensions": {"io.modelcontextprotocol/tasks": {}}}}
 

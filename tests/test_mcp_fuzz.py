@@ -20,6 +20,8 @@ from harness import LEGACY, MODERN, Daemon, RawHost, SuiteStore, end_by_eof, mod
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+pytestmark = [pytest.mark.heavy, pytest.mark.sqlite_only("a fuzz of what hosts send: the front")]
+
 METHODS = [
     "initialize", "ping", "tools/list", "tools/call", "prompts/list", "prompts/get", "resources/list",
     "resources/read", "resources/templates/list", "tasks/get", "tasks/result", "tasks/list", "tasks/cancel",

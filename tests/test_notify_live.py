@@ -22,8 +22,11 @@ def _hook(rx: Receiver, secret: str = SECRET) -> dict[str, Any]:
 
 
 def _reload(d: Daemon, config: dict[str, Any]) -> dict[str, Any]:
+    """Write `config` (with the store the harness gave the daemon, which a reload cannot change)
+    and reload it."""
+    store = json.loads(d.config_path.read_text()).get("store")
     spare = d.config_path.with_suffix(".tmp")
-    spare.write_text(json.dumps(config))
+    spare.write_text(json.dumps({**config, "store": store} if store is not None else config))
     spare.replace(d.config_path)
     proc = subprocess.run(
         [sys.executable, "-m", "mcpx", "reload", "--json", "--state-dir", str(d.state_dir)],

@@ -15,7 +15,11 @@ from harness import Api, read_jsonl, stdio_server, wait_until
 from peers.run_host import HostProcess
 from peers.venvs import peer_python
 
-pytestmark = [pytest.mark.timeout(600), pytest.mark.peers]  # slow tier (tests/conftest.py)
+pytestmark = [
+    pytest.mark.timeout(600),
+    pytest.mark.peers,
+    pytest.mark.sqlite_only("SDK hosts' plain calls: the wire"),
+]  # slow tier (tests/conftest.py)
 
 SHOW_AFTER_MS = 500
 HOSTS = {

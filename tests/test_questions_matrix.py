@@ -55,7 +55,11 @@ from peers.venvs import peer_python
 PEERS = Path(__file__).resolve().parent / "peers"
 
 # First runs build up to three peer venvs (about 40 s each); FastMCP imports take seconds.
-pytestmark = [pytest.mark.timeout(300), pytest.mark.peers]  # slow tier (tests/conftest.py)
+pytestmark = [
+    pytest.mark.timeout(300),
+    pytest.mark.peers,
+    pytest.mark.sqlite_only("who is asked which question, across peers: routing, not storage"),
+]  # slow tier (tests/conftest.py)
 
 UPSTREAMS = ("q2", "q2l", "q1", "fx")
 HOSTS = ("sdk1", "sdk2-legacy", "sdk2-2026", "fastmcp")

@@ -24,6 +24,11 @@ from harness import ShimHost, read_jsonl, stdio_server, wait_until
 
 from mcpx.upstream.stdio.send_fault import ENV
 
+pytestmark = [
+    pytest.mark.sqlite_only("the shim and the keeper carry a host's call: no row holds it"),
+    pytest.mark.heavy,
+]
+
 
 def _slow_calls(log: Path) -> int:
     return sum(e.get("msg", {}).get("params", {}).get("name") == "slow" for e in read_jsonl(log))

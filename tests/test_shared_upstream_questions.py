@@ -21,6 +21,8 @@ import httpx
 import pytest
 from harness import ROOT, UNIT, Api, Daemon, RawHost, operator_attached, wait_until
 
+pytestmark = [pytest.mark.sqlite_only("who is asked a shared server's question: routing"), pytest.mark.heavy]
+
 DEMO = {"command": sys.executable, "args": ["-m", "mcpx.demo.upstream", "--tools", "watch,confirm"]}
 ASKING = {"elicitation": {}}  # every host here could answer: where a question goes is mcpx's choice
 

@@ -24,7 +24,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
 from harness import Api, Daemon, RawHost, modern_meta, read_jsonl, stdio_server, wait_until
+
+pytestmark = [pytest.mark.sqlite_only("a host that stops reading: the outbound channel")]
 
 # As fast as the upstream can: the kernel's socket buffers take a few MB (10,000 notifications and
 # more) before a host's not reading reaches mcpx at all.

@@ -24,7 +24,11 @@ from oauth_fixture import OAuthServer, mcpx_login
 
 # A daemon, an OAuth server and `mcpx login` processes per test: about a minute and a half for the
 # file, so its worker takes it first (tests/conftest.py).
-pytestmark = pytest.mark.long
+pytestmark = [
+    pytest.mark.long,
+    pytest.mark.sqlite_only("the OAuth client's flows (the PostgreSQL sharing test is its own)"),
+    pytest.mark.heavy,
+]
 
 
 @pytest.fixture
@@ -272,6 +276,8 @@ def _refused(port: int) -> bool:
         httpx.get(f"http://127.0.0.1:{port}/callback", timeout=1)
     except httpx.ConnectError:
         return True
+    except httpx.TransportError:  # reset mid-answer: the listener is closing; ask again
+        return False
     return False
 
 

@@ -16,6 +16,8 @@ import pytest
 from harness import Api, Daemon, FeedClient, RawHost, wait_until
 from oauth_fixture import OAuthServer, mcpx_login
 
+pytestmark = [pytest.mark.heavy]
+
 CLIENT_SECRET = "CLIENT-SECRET-" + "q7" * 12
 
 
