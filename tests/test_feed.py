@@ -40,7 +40,8 @@ def _make_tasks(url: str, count: int, workers: int, args: dict[str, Any], name: 
                 with lock:
                     ids.append(frame["result"]["task"]["taskId"])
 
-    threads = [threading.Thread(target=work, args=(count // workers,)) for _ in range(workers)]
+    shares = [count // workers + (i < count % workers) for i in range(workers)]
+    threads = [threading.Thread(target=work, args=(n,)) for n in shares]
     for t in threads:
         t.start()
     for t in threads:
