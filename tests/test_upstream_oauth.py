@@ -227,6 +227,38 @@ def test_a_sign_in_survives_a_daemon_restart(
     assert key.stat().st_mode & 0o777 == 0o600
 
 
+def test_a_server_that_moves_to_another_authorization_server_is_signed_in_there_afresh(
+    oauth_server: Callable[..., OAuthServer], start_daemon: Callable[..., Daemon]
+) -> None:
+    """Authorization-server migration: the resource names another authorization server. The
+    registration and tokens of the old one are bound to it: not refreshed, not sent to the new one;
+    the upstream needs a sign-in, which registers with the new server and works."""
+    server = oauth_server()
+    daemon = start_daemon({"mcpServers": {"secure": {"url": server.url}}}, wait_upstreams=False)
+    wait_state(daemon, "needs login")
+    signed_in(daemon, server)
+    assert "result" in call(daemon, "secure__whoami")
+    httpx.post(f"{server.base}/control/move").raise_for_status()
+    (moved,) = server.entries(path="/control/move")
+    new_issuer = f"{server.base}/as2"
+    reply = call(daemon, "secure__whoami")
+    assert "`mcpx login secure`" in reply["error"]["message"], reply
+    row = wait_state(daemon, "needs login")
+    assert row["auth"]["needsLogin"] == f"it moved to the authorization server {new_issuer}", row["auth"]
+    assert not row["auth"]["signedIn"]
+    after = [e for e in server.entries(path="/token") if e["t"] > moved["t"]]
+    assert not after, after  # the old refresh token went to no one
+    signed_in(daemon, server)
+    assert "result" in call(daemon, "secure__whoami")
+    (reg,) = [e for e in server.entries(path="/register") if e["t"] > moved["t"]]
+    assert reg["issuer"] == new_issuer
+    (authz,) = [e for e in server.entries(path="/authorize") if e["t"] > moved["t"]]
+    assert authz["issuer"] == new_issuer and authz["client_known"]
+    tokens = [e for e in server.entries(path="/token") if e["t"] > moved["t"]]
+    assert [(e["issuer"], e["grant"], e["ok"]) for e in tokens] == [(new_issuer, "authorization_code", True)]
+    assert upstream(daemon)["auth"]["issuer"] == new_issuer
+
+
 def test_logout_forgets_the_tokens(
     oauth_server: Callable[..., OAuthServer], start_daemon: Callable[..., Daemon]
 ) -> None:
