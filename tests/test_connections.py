@@ -38,6 +38,26 @@ def test_a_deleted_session_shows_closed_and_keeps_its_tasks(start_daemon: Any, t
         assert kinds[0] == "connection.opened" and kinds[-1] == "connection.closed"
 
 
+def test_a_process_found_after_the_hosts_initialize_relabels_its_connection(
+    start_daemon: Any, tmp_path: Path, monkeypatch: Any
+) -> None:
+    """On a busy machine the /proc scan for a host's process outlasts the wait its initialize allows
+    (1 s): the scan goes on, and the connection is relabelled once it answers, so the operator's
+    surfaces name the process, not only the host's clientInfo, for the rest of the session."""
+    from mcpx.connections import naming
+
+    monkeypatch.setenv(naming.SLOW_LOOKUP_ENV, "2.5")
+    d = start_daemon({"mcpServers": {"fx": stdio_server(tmp_path)}})
+    with RawHost(d.url) as host, Api(d) as api:
+        host.initialize()
+        [conn] = _connections(api).values()
+        assert conn["label"] is None  # initialize did not wait for the scan
+        me = naming.shown_label(None, naming.process_label(os.getpid()), {"name": "pytest-raw"})
+        wait_until(lambda: _connections(api)[conn["id"]]["label"] == me, 15, "the late label")
+        updates = api.get("/v1/events", params={"kind": "connection.updated"}).json()["events"]
+        assert [e["data"]["label"] for e in updates if e["connectionId"] == conn["id"]] == [me]
+
+
 def test_a_stateless_host_closes_when_idle_and_comes_back_with_the_same_record(
     start_daemon: Any, tmp_path: Path
 ) -> None:

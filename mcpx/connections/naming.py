@@ -14,6 +14,7 @@ back to `clientInfo` and the peer address. A label is display only: the host con
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -165,11 +166,15 @@ def peer_label(peer: str | None) -> str | None:
     host = host.strip("[]")
     if not port.isdigit() or not is_loopback(host):
         return None
+    delay = os.environ.get(SLOW_LOOKUP_ENV)
+    if delay:  # tests: the scan as slow as on a busy machine
+        time.sleep(float(delay))
     pid = socket_owner(host, int(port))
     return process_label(pid) if pid is not None else None
 
 
 PEER_LOOKUP_S = 1.0  # a loopback host's process is looked up at most this long (/proc, off the loop)
+SLOW_LOOKUP_ENV = "MCPX_TEST_PEER_LOOKUP_DELAY_S"  # tests: seconds each lookup sleeps first
 
 
 async def process_of(peer: str | None) -> str | None:

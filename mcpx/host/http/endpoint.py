@@ -34,6 +34,7 @@ from ..auth import TokenTable
 from ..connection import HostConnection, RequestContext
 from ..outbound import Outbound
 from ..router import Call, HostRouter, StreamItem, emit, notifier
+from .peer_process import look_up_process
 from .sessions import HttpHosts
 
 log = logging.getLogger("mcpx.host")
@@ -231,7 +232,7 @@ class McpEndpoint:
             return await _json(send, 200, frame)
         conn.given_label = naming.from_header(headers.get(naming.LABEL_HEADER))
         if conn.given_label is None:  # a host that names itself is not looked up
-            conn.process = await naming.process_of(peer)
+            await look_up_process(self.router, conn, peer)
         if not await self.hosts.start_session(conn):
             return await _json(
                 send,

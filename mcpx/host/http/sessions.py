@@ -17,6 +17,7 @@ from ...records.connection_record import ConnectionRecord
 from ...store import Store, StoreError
 from ..connection import HostConnection
 from ..router import HostRouter
+from .peer_process import look_up_process
 
 log = logging.getLogger("mcpx.host")
 
@@ -116,7 +117,7 @@ class HttpHosts:
         self._modern[key] = conn  # before the lookup below yields: a concurrent request waits on it
         conn.given_label = label
         if label is None:
-            conn.process = await naming.process_of(peer)
+            await look_up_process(self.router, conn, peer)
         known = self.router.registry.find_stateless(key)  # the same host, seen before a restart
         if known is not None:
             conn.record_id = known.id
