@@ -8,6 +8,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -56,6 +57,39 @@ def test_a_process_found_after_the_hosts_initialize_relabels_its_connection(
         wait_until(lambda: _connections(api)[conn["id"]]["label"] == me, 15, "the late label")
         updates = api.get("/v1/events", params={"kind": "connection.updated"}).json()["events"]
         assert [e["data"]["label"] for e in updates if e["connectionId"] == conn["id"]] == [me]
+
+
+def test_an_approval_asked_while_the_hosts_process_is_being_looked_up_names_the_process(
+    start_daemon: Any, tmp_path: Path, monkeypatch: Any
+) -> None:
+    """A gated call made while that scan still runs: the prompt waits for it (a person is about to be
+    asked anyway) and names the process, for a 2025 session and a stateless 2026 host alike, instead
+    of only the clientInfo a host may copy from another."""
+    from mcpx.connections import naming
+
+    monkeypatch.setenv(naming.SLOW_LOOKUP_ENV, "2.5")
+    d = start_daemon({"mcpServers": {"fx": stdio_server(tmp_path, approve=["echo"])}})
+    process = naming.process_label(os.getpid())
+    echo = {"name": "fx__echo", "arguments": {"text": "hi"}}
+    replies: list[int] = []
+    with RawHost(d.url) as host, Api(d) as api:
+        host.initialize()  # 1 s: the scan goes on
+        legacy = threading.Thread(target=lambda: replies.append(host.legacy("tools/call", echo).status_code))
+        legacy.start()
+        [q] = wait_until(api.open_questions, 20, "the 2025 session's approval")
+        assert api.answer(q["id"], "decline").status_code == 200
+        legacy.join(20)
+        asked = [q["params"]["message"]]
+        with RawHost(d.url) as stateless:
+            modern = threading.Thread(target=lambda: replies.append(stateless.modern("tools/call", echo).status_code))
+            modern.start()
+            [q] = wait_until(api.open_questions, 20, "the 2026 host's approval")
+            assert api.answer(q["id"], "decline").status_code == 200
+            modern.join(20)
+            asked.append(q["params"]["message"])
+    assert replies == [200, 200]
+    hosts = [naming.shown_label(None, process, {"name": name}) for name in ("pytest-raw", "pytest")]
+    assert [m[: m.index(" run fx__echo")] for m in asked] == [f"mcpx asks: may {me}" for me in hosts]
 
 
 def test_a_stateless_host_closes_when_idle_and_comes_back_with_the_same_record(
@@ -294,10 +328,11 @@ def test_two_agents_run_from_one_folder_are_told_apart_by_their_client_names(sta
                 wait_until(lambda: _labels(api) == want, 20, "every host's label")
             finally:
                 assert _labels(api) == want
-            # The feed carries it: each shim's record was updated with its label once its client was known.
+            # The feed carries it: each shim's record was updated with its label once its client was
+            # known (an HTTP host's too, where a busy machine found its process after its initialize).
             events = api.get("/v1/events").json()["events"]
             updated = {e["data"]["label"] for e in events if e["kind"] == "connection.updated"}
-            assert updated == {want["shim-agent"], want["modern-agent"]}
+            assert {want["shim-agent"], want["modern-agent"]} <= updated <= set(want.values())
             [q] = wait_until(api.open_questions, 20, "the approval question")
             assert q["params"]["message"].startswith(f"mcpx asks: may research-agent · {process} run fx__echo")
     finally:

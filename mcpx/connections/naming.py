@@ -22,6 +22,8 @@ from urllib.parse import quote, unquote
 
 import anyio
 
+from . import loopback_owner
+
 LABEL_ENV = "MCPX_HOST_LABEL"
 LABEL_HEADER = "x-mcpx-host-label"  # an HTTP host's explicit name, as mcpx serve sends it too
 PROCESS_HEADER = "x-mcpx-host-process"  # mcpx serve: the process that started it
@@ -33,7 +35,7 @@ JOIN = " · "
 # `Implementation::from_build_env()` says "rmcp"; the Java SDK's client builder "Java SDK MCP Client".
 # The TypeScript and Go SDKs have no default (the host must name itself). Compared case-folded.
 SDK_DEFAULT_NAMES = frozenset({"mcp", "rmcp", "java sdk mcp client"})
-PROC = Path("/proc")
+PROC = loopback_owner.PROC
 _LOOPBACK = ("127.", "::1", "::ffff:127.")
 
 
@@ -105,59 +107,6 @@ def is_loopback(host: str) -> bool:
     return host.startswith(_LOOPBACK) or host == "localhost"
 
 
-def _hex_address(host: str, port: int) -> set[str]:
-    """How /proc/net/tcp{,6} spells host:port (little-endian words), for IPv4 and IPv6 loopback."""
-    out = set()
-    if ":" not in host:  # IPv4, also as an IPv4-mapped IPv6 address in tcp6
-        a, b, c, d = (int(x) for x in host.split("."))
-        out.add(f"{d:02X}{c:02X}{b:02X}{a:02X}:{port:04X}")
-        out.add(f"0000000000000000FFFF0000{d:02X}{c:02X}{b:02X}{a:02X}:{port:04X}")
-    elif host == "::1":
-        out.add(f"00000000000000000000000001000000:{port:04X}")
-    return out
-
-
-def socket_owner(host: str, port: int, proc: Path = PROC) -> int | None:
-    """The pid of the local process whose TCP socket is bound to host:port (the peer of a loopback
-    connection the daemon accepted), or None. Reads /proc/net/tcp{,6}, then the fds of every
-    process it may read: run it off the event loop."""
-    try:
-        wanted = _hex_address(host, port)
-    except ValueError:
-        return None
-    inode = None
-    for table in ("tcp", "tcp6"):
-        try:
-            lines = (proc / "net" / table).read_text().splitlines()[1:]
-        except OSError:
-            continue
-        for line in lines:
-            fields = line.split()
-            if len(fields) > 9 and fields[1] in wanted:
-                inode = fields[9]
-                break
-        if inode is not None:
-            break
-    if inode is None or inode == "0":
-        return None
-    target = f"socket:[{inode}]"
-    me = os.getpid()
-    try:
-        entries = list(proc.iterdir())
-    except OSError:
-        return None
-    for entry in entries:
-        if not entry.name.isdigit() or int(entry.name) == me:
-            continue
-        try:
-            for fd in (entry / "fd").iterdir():
-                if os.readlink(fd) == target:
-                    return int(entry.name)
-        except OSError:
-            continue  # gone, or not ours to read
-    return None
-
-
 def peer_label(peer: str | None) -> str | None:
     """The label of a loopback HTTP host's process, from its `address:port`; None otherwise."""
     if not peer:
@@ -169,7 +118,7 @@ def peer_label(peer: str | None) -> str | None:
     delay = os.environ.get(SLOW_LOOKUP_ENV)
     if delay:  # tests: the scan as slow as on a busy machine
         time.sleep(float(delay))
-    pid = socket_owner(host, int(port))
+    pid = loopback_owner.socket_owner(host, int(port))
     return process_label(pid) if pid is not None else None
 
 
@@ -177,11 +126,11 @@ PEER_LOOKUP_S = 1.0  # a loopback host's process is looked up at most this long 
 SLOW_LOOKUP_ENV = "MCPX_TEST_PEER_LOOKUP_DELAY_S"  # tests: seconds each lookup sleeps first
 
 
-async def process_of(peer: str | None) -> str | None:
+async def process_of(peer: str | None, timeout: float = PEER_LOOKUP_S) -> str | None:
     """An HTTP host's process, `python in ~/src/api`, when it is on loopback (Linux); else None:
-    the process holding the socket `peer` (address:port), looked up off the loop."""
+    the process holding the socket `peer` (address:port), looked up off the loop (at most `timeout`)."""
     if peer is None:
         return None
-    with anyio.move_on_after(PEER_LOOKUP_S):
+    with anyio.move_on_after(timeout):
         return await anyio.to_thread.run_sync(peer_label, peer, abandon_on_cancel=True)
     return None

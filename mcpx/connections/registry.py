@@ -67,6 +67,9 @@ class ConnectionRegistry:
         # Stateless hosts closed for being quiet, by identity key: one that comes back takes its
         # record up again instead of leaving a closed row behind per visit (bounded, oldest out).
         self._closed_keys: OrderedDict[str, ConnectionRecord] = OrderedDict()
+        # Records being stored by `open`, not live yet: an update meanwhile (a host's process found
+        # late, host/http/peer_process.py) waits for it instead of finding no record and being lost.
+        self._opening: dict[str, anyio.Event] = {}
 
     async def restore(self) -> None:
         """Records the previous daemon left open: shims died with it (their socket is gone);
@@ -93,10 +96,16 @@ class ConnectionRegistry:
         """Store a new connection (or take back one restored from the store)."""
         if record.id in self.live:
             return self.live[record.id]
-        await self.store.put_connection(record, [Event("connection.opened", record.wire(), connection_id=record.id)])
-        self.live[record.id] = record
-        if record.key is not None:
-            self.by_key[record.key] = record.id
+        stored = self._opening[record.id] = anyio.Event()
+        try:
+            opened = [Event("connection.opened", record.wire(), connection_id=record.id)]
+            await self.store.put_connection(record, opened)
+            self.live[record.id] = record
+            if record.key is not None:
+                self.by_key[record.key] = record.id
+        finally:
+            del self._opening[record.id]
+            stored.set()
         return record
 
     async def update(
@@ -110,6 +119,9 @@ class ConnectionRegistry:
     ) -> None:
         """What a stdio connection learns at initialize: its revision, clientInfo and capabilities,
         and so its label (its clientInfo name may lead it: connections/naming.py)."""
+        opening = self._opening.get(record_id)
+        if opening is not None:
+            await opening.wait()
         record = self.live.get(record_id)
         if record is None:
             return

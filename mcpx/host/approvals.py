@@ -37,6 +37,9 @@ META_KEY = "io.mcpx/approval"  # in the question's params: what is being approve
 ALLOW, ALLOW_FOR_HOST, DENY = "allow", "allow-for-host", "deny"
 MAX_ARGUMENTS_SHOWN = 2000  # characters of the arguments' preview in the question's message
 PREVIEW_NAMES = 5  # argument names listed in a shortened preview's note
+# How long a prompt waits to name the host's process (a /proc scan, slow on a busy machine): longer
+# than a plain request's bound, as a person is about to be asked anyway and names the host by it.
+NAMING_WAIT_S = 5.0
 
 
 @dataclass(frozen=True)
@@ -92,8 +95,9 @@ async def requester_of(ctx: RequestContext) -> Requester:
         pid = f" (pid {conn.shim_pid})" if conn.shim_pid else ""
         return Requester(conn.label or told or f"connection {conn.record_id}", f"this `mcpx serve` connection{pid}")
     if conn.era == "legacy":
+        await conn.process_settled(NAMING_WAIT_S)
         return Requester(conn.label or told or f"connection {conn.record_id}", "this 2025 session")
-    process = await naming.process_of(ctx.peer)
+    process = await naming.process_of(ctx.peer, NAMING_WAIT_S)
     name = naming.shown_label(conn.given_label, process, conn.client_info) or (
         f"{told or 'a 2026 host'} from {conn.peer or 'an unknown address'}"
     )

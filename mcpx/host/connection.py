@@ -48,6 +48,7 @@ class HostConnection:
     # What an operator tells it apart by (connections/naming.py; display only, never a decision):
     given_label: str | None = None  # the name it gave itself (MCPX_HOST_LABEL, X-Mcpx-Host-Label)
     process: str | None = None  # the process behind it, `python in ~/src/api`, where mcpx can see it
+    process_lookup: anyio.Event | None = None  # set when a lookup of `process` still running ends
     created: float = field(default_factory=time.time)
     # Its id in the connection registry (connections/registry.py): public, unlike a legacy session id.
     record_id: str = field(default_factory=new_connection_id)
@@ -66,6 +67,13 @@ class HostConnection:
     def label(self) -> str | None:
         """Its given label, else its process led by its clientInfo name (`research-agent · python in ~/src/api`)."""
         return naming.shown_label(self.given_label, self.process, self.client_info)
+
+    async def process_settled(self, timeout: float) -> None:
+        """Wait, at most `timeout`, for a lookup of its process still running (host/http/peer_process.py)."""
+        pending = self.process_lookup
+        if pending is not None:
+            with anyio.move_on_after(timeout):
+                await pending.wait()
 
     def attach(self, send: Send | None) -> None:
         """Set (or clear) the session-level channel, waking whoever waits for one to open."""

@@ -119,6 +119,23 @@ async def test_update_stores_details_learnt_later_with_an_updated_event(tmp_path
     assert w.published.events[-1].event.data["revision"] == "2025-11-25"
 
 
+async def test_an_update_while_the_record_is_still_being_stored_waits_for_it(tmp_path: Path) -> None:
+    """A host's process found while its record's opening write is under way (peer_process.py's
+    late scan, on a busy machine) is not lost: the update waits for the record, then applies."""
+    async with registry_on(tmp_path / "mcpx.db") as (registry, w):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(registry.open, rec("c-1", client_info={"name": "research-agent"}))
+            await anyio.sleep(0)  # the open is storing the record: not live yet
+            assert registry.get("c-1") is None
+            label = "research-agent · python3 in ~/x"
+            await registry.update(
+                "c-1", revision=None, client_info={"name": "research-agent"}, capabilities=None, label=label
+            )
+        stored = await w.store.get_connection("c-1")
+    assert registry.get("c-1") == stored and stored is not None and stored.label == label
+    assert [e.event.kind for e in w.published.events] == ["connection.opened", "connection.updated"]
+
+
 # ---- a restart ---------------------------------------------------------------------------------
 
 

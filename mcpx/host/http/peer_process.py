@@ -22,7 +22,8 @@ log = logging.getLogger("mcpx.host")
 
 
 async def look_up_process(router: HostRouter, conn: HostConnection, peer: str | None) -> None:
-    """Set `conn.process` now if the scan answers in time, else once it does (relabelling the record)."""
+    """Set `conn.process` now if the scan answers in time, else once it does (relabelling the record).
+    Meanwhile `conn.process_lookup` is the scan's end, for what would rather wait for the name."""
     if peer is None:
         return
     found: list[str | None] = []
@@ -31,20 +32,24 @@ async def look_up_process(router: HostRouter, conn: HostConnection, peer: str | 
 
     async def scan() -> None:
         try:
-            found.append(await anyio.to_thread.run_sync(naming.peer_label, peer, abandon_on_cancel=True))
+            process = await anyio.to_thread.run_sync(naming.peer_label, peer, abandon_on_cancel=True)
         except Exception as exc:  # noqa: BLE001 - as below: no label is worth taking serving down
             log.warning("connection from %s: its process could not be looked up: %s", peer, exc)
-            found.append(None)
-        finally:
-            done.set()
-        if not late or found[0] is None or conn.process is not None:
+            process = None
+        found.append(process)
+        relabel = late and process is not None and conn.process is None
+        if relabel:
+            conn.process = process
+        conn.process_lookup = None
+        done.set()
+        if not relabel:
             return
-        conn.process = found[0]
         try:
             await router.initialized(conn)  # the record takes the label it would have had
         except Exception as exc:  # noqa: BLE001 - a label is display only: never worth taking serving down
             log.warning("connection %s: its process was found late, but not recorded: %s", conn.record_id, exc)
 
+    conn.process_lookup = done
     router.spawn(scan)
     with anyio.move_on_after(naming.PEER_LOOKUP_S):
         await done.wait()
