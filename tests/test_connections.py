@@ -55,8 +55,14 @@ def test_a_process_found_after_the_hosts_initialize_relabels_its_connection(
         assert conn["label"] is None  # initialize did not wait for the scan
         me = naming.shown_label(None, naming.process_label(os.getpid()), {"name": "pytest-raw"})
         wait_until(lambda: _connections(api)[conn["id"]]["label"] == me, 15, "the late label")
-        updates = api.get("/v1/events", params={"kind": "connection.updated"}).json()["events"]
-        assert [e["data"]["label"] for e in updates if e["connectionId"] == conn["id"]] == [me]
+
+        def relabelled() -> list[str]:
+            updates = api.get("/v1/events", params={"kind": "connection.updated"}).json()["events"]
+            return [e["data"]["label"] for e in updates if e["connectionId"] == conn["id"]]
+
+        # The record is relabelled as its event is written: the event may land a moment later.
+        wait_until(relabelled, 10, "the connection.updated event")
+        assert relabelled() == [me]
 
 
 def test_an_approval_asked_while_the_hosts_process_is_being_looked_up_names_the_process(
@@ -328,11 +334,16 @@ def test_two_agents_run_from_one_folder_are_told_apart_by_their_client_names(sta
                 wait_until(lambda: _labels(api) == want, 20, "every host's label")
             finally:
                 assert _labels(api) == want
+
             # The feed carries it: each shim's record was updated with its label once its client was
             # known (an HTTP host's too, where a busy machine found its process after its initialize).
-            events = api.get("/v1/events").json()["events"]
-            updated = {e["data"]["label"] for e in events if e["kind"] == "connection.updated"}
-            assert {want["shim-agent"], want["modern-agent"]} <= updated <= set(want.values())
+            def updated() -> set[str]:
+                events = api.get("/v1/events", params={"kind": "connection.updated"}).json()["events"]
+                return {e["data"]["label"] for e in events}
+
+            # A record is relabelled as its event is written: the event may land a moment later.
+            wait_until(lambda: {want["shim-agent"], want["modern-agent"]} <= updated(), 10, "the updated events")
+            assert updated() <= set(want.values())
             [q] = wait_until(api.open_questions, 20, "the approval question")
             assert q["params"]["message"].startswith(f"mcpx asks: may research-agent · {process} run fx__echo")
     finally:
