@@ -11,6 +11,8 @@ import pytest
 import schemathesis
 from harness import Api, Daemon, RawHost, SuiteStore, stdio_server
 from hypothesis import HealthCheck, settings
+from schemathesis.generation.meta import ParameterLocation
+from schemathesis.specs.openapi.checks import negative_data_rejection
 
 pytestmark = [
     pytest.mark.sqlite_only("a fuzz of /v1's HTTP surface (the stores' queries have their own tests)"),
@@ -54,11 +56,17 @@ def test_v1_answers_everything_as_documented(case: Any, fuzzed_daemon: Daemon) -
     # by uvicorn's HTTP parser with its own text/plain 400 before /v1 sees the request: not the API.
     framing = {"content-length", "transfer-encoding", "host", "connection"}
     headers = {k: v for k, v in (case.headers or {}).items() if k.lower() not in framing}
+    excluded = []
     if any(k.lower() == "authorization" for k in headers):
         headers = {k: v for k, v in headers.items() if k.lower() != "authorization"}
         headers["Authorization"] = f"Bearer {fuzzed_daemon.token}"
+        if case.meta is not None and case.meta.is_negative_at(ParameterLocation.HEADER):
+            # The header made invalid is now the real token: what else was made invalid may be a
+            # query value that is a valid string as sent (`idPrefix=[false]` goes as `false`), and
+            # schemathesis, told the case is negative, would call the 200 an accepted bad request.
+            excluded.append(negative_data_rejection)
     case.headers = headers
-    case.call_and_validate()
+    case.call_and_validate(excluded_checks=excluded)
 
 
 def test_a_single_valued_filter_given_twice_is_refused_and_a_list_filter_takes_many(fuzzed_daemon: Daemon) -> None:
