@@ -125,8 +125,11 @@ class ForkedDaemon:
         return code
 
     def send_signal(self, sig: int) -> None:
-        if self.returncode is None:  # not yet reaped, so the pid is still this daemon's
-            os.kill(self.pid, sig)
+        if self.returncode is None:  # not reported reaped, so the pid is still this daemon's...
+            try:
+                os.kill(self.pid, sig)
+            except ProcessLookupError:
+                pass  # ...or it was reaped a moment before the forkserver's report of it came in
 
     def terminate(self) -> None:
         self.send_signal(signal.SIGTERM)
