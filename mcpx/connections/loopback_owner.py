@@ -45,7 +45,10 @@ def parse_address(field: str) -> Address | None:
         return None
 
 
-def _sockets(proc: Path) -> list[_Socket]:
+def _sockets(proc: Path, port: int) -> list[_Socket]:
+    """The sockets with `port` at either end: only those rows are parsed (a busy machine lists
+    thousands, and this scan is what a host's label waits for)."""
+    suffix = f":{port:04X}"
     out = []
     for table in ("tcp", "tcp6"):
         try:
@@ -54,7 +57,7 @@ def _sockets(proc: Path) -> list[_Socket]:
             continue
         for line in lines:
             fields = line.split()
-            if len(fields) <= 9:
+            if len(fields) <= 9 or not (fields[1].endswith(suffix) or fields[2].endswith(suffix)):
                 continue
             local, remote = parse_address(fields[1]), parse_address(fields[2])
             if local is not None and remote is not None:
@@ -84,7 +87,7 @@ def socket_owner(host: str, port: int, proc: Path = PROC, me: int | None = None)
     if isinstance(peer[0], ipaddress.IPv6Address) and peer[0].ipv4_mapped is not None:
         peer = (peer[0].ipv4_mapped, port)
     me = os.getpid() if me is None else me
-    sockets = [s for s in _sockets(proc) if s.state == _ESTABLISHED and s.inode != "0"]
+    sockets = [s for s in _sockets(proc, port) if s.state == _ESTABLISHED and s.inode != "0"]
     try:
         mine = _socket_inodes(proc / str(me) / "fd")
     except OSError:
