@@ -70,7 +70,8 @@ def test_an_approval_asked_while_the_hosts_process_is_being_looked_up_names_the_
 ) -> None:
     """A gated call made while that scan still runs: the prompt waits for it (a person is about to be
     asked anyway) and names the process, for a 2025 session and a stateless 2026 host alike, instead
-    of only the clientInfo a host may copy from another."""
+    of only the clientInfo a host may copy from another; and for a session whose initialize's
+    connection closed before the scan got to it (SDK 1.30 and 2.3 hosts do so), from the call's own."""
     from mcpx.connections import naming
 
     monkeypatch.setenv(naming.SLOW_LOOKUP_ENV, "2.5")
@@ -93,8 +94,20 @@ def test_an_approval_asked_while_the_hosts_process_is_being_looked_up_names_the_
             assert api.answer(q["id"], "decline").status_code == 200
             modern.join(20)
             asked.append(q["params"]["message"])
-    assert replies == [200, 200]
-    hosts = [naming.shown_label(None, process, {"name": name}) for name in ("pytest-raw", "pytest")]
+        # As an SDK host does: its initialize's connection closed before the scan got to it, the
+        # call on a connection of its own.
+        with RawHost(d.url) as first:
+            first.initialize()
+        with RawHost(d.url) as later:
+            later.session_id, later.revision = first.session_id, first.revision
+            call = threading.Thread(target=lambda: replies.append(later.legacy("tools/call", echo).status_code))
+            call.start()
+            [q] = wait_until(api.open_questions, 20, "the approval on a connection of its own")
+            assert api.answer(q["id"], "decline").status_code == 200
+            call.join(20)
+            asked.append(q["params"]["message"])
+    assert replies == [200, 200, 200]
+    hosts = [naming.shown_label(None, process, {"name": name}) for name in ("pytest-raw", "pytest", "pytest-raw")]
     assert [m[: m.index(" run fx__echo")] for m in asked] == [f"mcpx asks: may {me}" for me in hosts]
 
 

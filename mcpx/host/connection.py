@@ -49,6 +49,7 @@ class HostConnection:
     given_label: str | None = None  # the name it gave itself (MCPX_HOST_LABEL, X-Mcpx-Host-Label)
     process: str | None = None  # the process behind it, `python in ~/src/api`, where mcpx can see it
     process_lookup: anyio.Event | None = None  # set when a lookup of `process` still running ends
+    looked_up_again: bool = False  # from a later request's socket, once (host/http/peer_process.py)
     created: float = field(default_factory=time.time)
     # Its id in the connection registry (connections/registry.py): public, unlike a legacy session id.
     record_id: str = field(default_factory=new_connection_id)

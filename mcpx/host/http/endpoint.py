@@ -34,7 +34,7 @@ from ..auth import TokenTable
 from ..connection import HostConnection, RequestContext
 from ..outbound import Outbound
 from ..router import Call, HostRouter, StreamItem, emit, notifier
-from .peer_process import look_up_process
+from .peer_process import look_up_again, look_up_process
 from .sessions import HttpHosts
 
 log = logging.getLogger("mcpx.host")
@@ -216,6 +216,8 @@ class McpEndpoint:
                 )
                 return await _json(send, 400, emit(conn.revision, msg.method, err))
             ctx = self.router.legacy_context(conn, msg.params, None)
+            ctx.peer = peer  # this request's socket (a session's requests may each come on another)
+            look_up_again(self.router, conn, peer)
         refused = self.router.over_budget(conn)
         if refused is not None:
             retry = str(max(1, math.ceil(refused.retry_after_s))).encode()  # whole seconds (RFC 9110)

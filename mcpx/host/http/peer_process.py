@@ -21,9 +21,12 @@ from ..router import HostRouter
 log = logging.getLogger("mcpx.host")
 
 
-async def look_up_process(router: HostRouter, conn: HostConnection, peer: str | None) -> None:
-    """Set `conn.process` now if the scan answers in time, else once it does (relabelling the record).
-    Meanwhile `conn.process_lookup` is the scan's end, for what would rather wait for the name."""
+async def look_up_process(
+    router: HostRouter, conn: HostConnection, peer: str | None, wait_s: float = naming.PEER_LOOKUP_S
+) -> None:
+    """Set `conn.process` now if the scan answers within `wait_s`, else once it does (relabelling
+    the record). Meanwhile `conn.process_lookup` is the scan's end, for what would rather wait for
+    the name."""
     if peer is None:
         return
     found: list[str | None] = []
@@ -40,7 +43,8 @@ async def look_up_process(router: HostRouter, conn: HostConnection, peer: str | 
         relabel = late and process is not None and conn.process is None
         if relabel:
             conn.process = process
-        conn.process_lookup = None
+        if conn.process_lookup is done:  # (not a later lookup's: look_up_again)
+            conn.process_lookup = None
         done.set()
         if not relabel:
             return
@@ -51,10 +55,38 @@ async def look_up_process(router: HostRouter, conn: HostConnection, peer: str | 
 
     conn.process_lookup = done
     router.spawn(scan)
-    with anyio.move_on_after(naming.PEER_LOOKUP_S):
+    with anyio.move_on_after(wait_s):
         await done.wait()
     if found:
         conn.process = found[0]
     else:
         late = True
         log.info("connection from %s: its process is still being looked up (a busy machine)", peer)
+
+
+def look_up_again(router: HostRouter, conn: HostConnection, peer: str | None) -> None:
+    """A session whose process is still unknown is looked up once more, from a later request's
+    socket, which stays open while that request runs: an SDK host often closes its initialize's
+    connection before a slow scan gets to it. In the background (the request does not wait), after
+    a scan still running; `conn.process_lookup` is both scans' end."""
+    if conn.process is not None or conn.given_label is not None or conn.looked_up_again or peer is None:
+        return
+    conn.looked_up_again = True
+    pending = conn.process_lookup
+    settled = conn.process_lookup = anyio.Event()
+
+    async def again() -> None:
+        try:
+            if pending is not None:
+                await pending.wait()
+            if conn.process is None:
+                await look_up_process(router, conn, peer, 0.0)
+                scanning = conn.process_lookup
+                if scanning is not None and scanning is not settled:
+                    await scanning.wait()
+        finally:
+            if conn.process_lookup is settled:
+                conn.process_lookup = None
+            settled.set()
+
+    router.spawn(again)
