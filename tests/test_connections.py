@@ -79,33 +79,28 @@ def test_an_approval_asked_while_the_hosts_process_is_being_looked_up_names_the_
     process = naming.process_label(os.getpid())
     echo = {"name": "fx__echo", "arguments": {"text": "hi"}}
     replies: list[int] = []
+
+    def declined_prompt(api: Api, call: Any) -> str:
+        """Make a gated call aside, decline its approval, and say what the prompt asked."""
+        caller = threading.Thread(target=lambda: replies.append(call().status_code))
+        caller.start()
+        [q] = wait_until(api.open_questions, 20, "the approval")
+        assert api.answer(q["id"], "decline").status_code == 200
+        caller.join(20)
+        return str(q["params"]["message"])
+
     with RawHost(d.url) as host, Api(d) as api:
         host.initialize()  # 1 s: the scan goes on
-        legacy = threading.Thread(target=lambda: replies.append(host.legacy("tools/call", echo).status_code))
-        legacy.start()
-        [q] = wait_until(api.open_questions, 20, "the 2025 session's approval")
-        assert api.answer(q["id"], "decline").status_code == 200
-        legacy.join(20)
-        asked = [q["params"]["message"]]
+        asked = [declined_prompt(api, lambda: host.legacy("tools/call", echo))]
         with RawHost(d.url) as stateless:
-            modern = threading.Thread(target=lambda: replies.append(stateless.modern("tools/call", echo).status_code))
-            modern.start()
-            [q] = wait_until(api.open_questions, 20, "the 2026 host's approval")
-            assert api.answer(q["id"], "decline").status_code == 200
-            modern.join(20)
-            asked.append(q["params"]["message"])
+            asked.append(declined_prompt(api, lambda: stateless.modern("tools/call", echo)))
         # As an SDK host does: its initialize's connection closed before the scan got to it, the
         # call on a connection of its own.
         with RawHost(d.url) as first:
             first.initialize()
         with RawHost(d.url) as later:
             later.session_id, later.revision = first.session_id, first.revision
-            call = threading.Thread(target=lambda: replies.append(later.legacy("tools/call", echo).status_code))
-            call.start()
-            [q] = wait_until(api.open_questions, 20, "the approval on a connection of its own")
-            assert api.answer(q["id"], "decline").status_code == 200
-            call.join(20)
-            asked.append(q["params"]["message"])
+            asked.append(declined_prompt(api, lambda: later.legacy("tools/call", echo)))
     assert replies == [200, 200, 200]
     hosts = [naming.shown_label(None, process, {"name": name}) for name in ("pytest-raw", "pytest", "pytest-raw")]
     assert [m[: m.index(" run fx__echo")] for m in asked] == [f"mcpx asks: may {me}" for me in hosts]
