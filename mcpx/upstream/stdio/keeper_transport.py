@@ -284,6 +284,10 @@ class KeeperTransport:
                     with anyio.move_on_after(1):
                         async with self._write_lock:
                             await stream.send(wire.encode(wire.control("stop")))
+                        # The keeper closes its end as it stops. Ours is closed once the reader
+                        # has seen that: closed while the reader's wakeup is already queued,
+                        # anyio's socket stream on uvloop logs an InvalidStateError traceback.
+                        await self.closed.wait()
                 except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
                     pass
             if stream is not None:
