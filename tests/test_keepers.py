@@ -217,3 +217,17 @@ def test_after_a_kill_9_status_names_the_keepers_left_and_stop_ends_them(start_d
     ]
     assert "stopped 1 upstream keeper(s)" in _mcpx(d, "stop").stdout
     assert not d.left_keepers()
+
+
+def test_a_server_whose_line_never_ends_is_stopped_and_its_call_fails(start_daemon: Any, tmp_path: Path) -> None:
+    """Past the keeper's line bound (64 MiB) a server is stopped, not waited on: its call fails
+    with an error, and the daemon serves on (the keeper used to wait for the server to exit on its
+    own, and a server that then sleeps held the call for ever)."""
+    endless = {"command": sys.executable, "args": [str(Path(__file__).parent / "fixtures" / "endless_line_server.py")]}
+    d = start_daemon({"mcpServers": {"fx": stdio_server(tmp_path), "big": endless}})
+    with RawHost(d.url) as host:
+        host.initialize()
+        reply = reply_of(host.legacy("tools/call", {"name": "big__spew", "arguments": {}}))  # (the client waits 30 s)
+        assert "error" in reply or reply.get("result", {}).get("isError") is True, reply
+        echo = reply_of(host.legacy("tools/call", {"name": "fx__echo", "arguments": {"text": "still here"}}))
+        assert echo["result"]["content"][0]["text"] == "still here"

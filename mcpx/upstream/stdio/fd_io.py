@@ -21,6 +21,8 @@ import os
 import socket
 from collections.abc import Callable
 
+from .line_split import LineSplitter, LineTooLong
+
 log = logging.getLogger("mcpx.keeper")
 READ_BYTES = 64 * 1024  # a pipe's default size: one read handled at a time stays short
 HIGH_WATER = 1024 * 1024
@@ -51,8 +53,7 @@ class LineReader:
         self._read = source.recv if isinstance(source, socket.socket) else _read_fd(source)
         self._on_lines = on_lines
         self._on_end = on_end
-        self._max_line = max_line
-        self._rest = b""
+        self._lines = LineSplitter(max_line)
         self._reading = False
         self._ended = False
 
@@ -91,8 +92,9 @@ class LineReader:
         if not chunk:
             self._end(False)
             return
-        *lines, self._rest = (self._rest + chunk).split(b"\n") if self._rest else chunk.split(b"\n")
-        if len(self._rest) > self._max_line:
+        try:
+            lines = self._lines.feed(chunk)
+        except LineTooLong:
             self._end(True)
             return
         batch = [line + b"\n" for line in lines if line.strip()]

@@ -192,12 +192,15 @@ class Keeper:
         self._server_out = LineReader(asyncio.get_running_loop(), stdout_fd, self._from_server, end, wire.MAX_LINE)
         self._server_out.resume()
         await ended.wait()
-        if too_long:
-            log.warning("%s wrote a line over %d bytes; stopping it", self.spec.server, wire.MAX_LINE)
         if self._progress_timer is not None:
             self._progress_timer.cancel()
         self._pass_progress()
         assert self.proc is not None
+        if too_long:
+            # Nothing it writes can be read any more: stopped, not waited on (a server that then
+            # sleeps held its calls for ever).
+            log.warning("%s wrote a line over %d bytes; stopping it", self.spec.server, wire.MAX_LINE)
+            await stop_group(self.proc, self.spec.server)
         code = await self.proc.wait()
         told = self._to_daemon(wire.encode(wire.control("exit", code=code)), hold=False)
         if told and self._link is not None:

@@ -2,7 +2,7 @@
 completes, as one batch (protocol/progress_batch.py drops superseded progress within a batch).
 
 One split per read, not one per line (splitting line by line copied the rest of the buffer each
-time, quadratic in a large read).
+time, quadratic in a large read); a long line's pieces are joined once (line_split.py).
 """
 
 from __future__ import annotations
@@ -13,28 +13,23 @@ from typing import Any
 from ...protocol import fastjson, progress_batch
 from ..fair_share import FairShare
 from ..transport import Feed
+from .line_split import LineSplitter, LineTooLong
+
+__all__ = ["LineBatches", "LineTooLong", "feed_batch"]
 
 log = logging.getLogger("mcpx.upstream")
-
-
-class LineTooLong(Exception):
-    """A line grew past the limit without ending."""
 
 
 class LineBatches:
     def __init__(self, name: str, max_line: int) -> None:
         self.name = name  # for the log: whose output this is
-        self.max_line = max_line
-        self._rest = b""
+        self._lines = LineSplitter(max_line)
 
     def feed(self, chunk: bytes) -> list[dict[str, Any]]:
-        """The messages the chunk completes; a line that is not a JSON object is logged and skipped."""
-        *lines, self._rest = (self._rest + chunk).split(b"\n") if self._rest else chunk.split(b"\n")
-        if len(self._rest) > self.max_line:
-            self._rest = b""
-            raise LineTooLong(f"a line over {self.max_line} bytes")
+        """The messages the chunk completes; a line that is not a JSON object is logged and skipped.
+        LineTooLong when a line passes the bound (it is let go)."""
         batch = []
-        for line in lines:
+        for line in self._lines.feed(chunk):
             if not line.strip():
                 continue
             try:
