@@ -20,7 +20,7 @@ no proxy on this machine can take back.
 Target: flood p50 <= 2x idle p50 for each case. Printed for both upstreams; the fixture is the one
 whose own latency stays flat during a flood with a core busy, so its row is mcpx's share.
 
-    python3 bench/flood_latency.py [--steps 40000] [--rounds 2] [--upstream fixture|threaded|both]
+    python3 bench/flood_latency.py [--steps 40000] [--rounds 5] [--upstream fixture|threaded|both]
 """
 
 from __future__ import annotations
@@ -289,7 +289,7 @@ def measure(upstream: str, steps: int, rounds: int, idle_calls: int) -> dict[str
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--steps", type=int, default=40_000)
-    ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--rounds", type=int, default=5)  # less scatter: --rounds 3 ranged 1.57-2.53x one afternoon
     ap.add_argument("--idle-calls", type=int, default=300)
     ap.add_argument("--upstream", choices=["fixture", "threaded", "both"], default="both")
     args = ap.parse_args()
