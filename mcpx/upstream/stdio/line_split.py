@@ -22,20 +22,19 @@ class LineSplitter:
     def feed(self, chunk: bytes) -> list[bytes]:
         """The lines `chunk` completes (newline left off, blank ones too); LineTooLong when the
         unfinished line passes `max_line` (it is let go: the next line starts fresh)."""
-        end = chunk.rfind(b"\n")
-        if end < 0:
+        if b"\n" not in chunk:
             self._pieces.append(chunk)
             self._size += len(chunk)
-            if self._size > self.max_line:
-                self._pieces, self._size = [], 0
-                raise LineTooLong(f"a line over {self.max_line} bytes")
+            self._bound()
             return []
-        done = chunk[:end]
+        *lines, rest = chunk.split(b"\n")
         if self._pieces:
-            done = b"".join([*self._pieces, done])
-        rest = chunk[end + 1 :]
+            lines[0] = b"".join([*self._pieces, lines[0]])
         self._pieces, self._size = ([rest], len(rest)) if rest else ([], 0)
+        self._bound()
+        return lines
+
+    def _bound(self) -> None:
         if self._size > self.max_line:
             self._pieces, self._size = [], 0
             raise LineTooLong(f"a line over {self.max_line} bytes")
-        return done.split(b"\n")

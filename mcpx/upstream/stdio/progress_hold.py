@@ -1,10 +1,10 @@
-"""A server's progress, passed on at most once per `window_s` for each call, the newest kept.
+"""A server's progress, passed on at most once per `window_s`, the newest of each call kept.
 
 A server that floods (40,000 progress notifications at full speed) would otherwise cost the keeper
 a send and the daemon a wakeup for every few lines, and every other call's request and reply
 would wait behind that work (bench/flood_latency.py). Progress that comes sooner than `window_s`
-after the last progress passed on is held, one line per token (a newer line replaces the one
-held), and passed on when the window ends (the keeper's timer calls `flush`) or at once before any
+after the last progress passed on (of any call: one window for the server) is held, one line per
+token (a newer line replaces the one held), and passed on when the window ends (the keeper's timer calls `flush`) or at once before any
 other line, so nothing else is reordered and a call's progress still comes before its reply.
 
 Only progress with a string token is held: mcpx gives its upstreams string tokens, one per call
@@ -16,8 +16,10 @@ from __future__ import annotations
 
 import orjson
 
-PROGRESS = b'"notifications/progress"'
-# 100 updates a second for a call is more than any host shows; against 2 ms, the flooded daemon
+from ...protocol.progress_batch import PROGRESS as METHOD
+
+PROGRESS = f'"{METHOD}"'.encode()  # in a line's bytes: the cheap test before a parse
+# 100 updates a second is more than any host shows; against 2 ms, the flooded daemon
 # woke 5x less and another host's echo through the same server came 1.4-1.7x idle, not 1.7-2.3x.
 WINDOW_S = 0.01
 
@@ -30,7 +32,7 @@ def progress_token(line: bytes) -> str | None:
         msg = orjson.loads(line)
     except orjson.JSONDecodeError:
         return None
-    if type(msg) is not dict or msg.get("method") != "notifications/progress" or "id" in msg:
+    if type(msg) is not dict or msg.get("method") != METHOD or "id" in msg:
         return None
     params = msg.get("params")
     token = params.get("progressToken") if type(params) is dict else None
